@@ -1,0 +1,3 @@
+from threadloom.entry import main
+
+main()

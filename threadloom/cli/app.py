@@ -1,0 +1,91 @@
+"""The typer application and its top-level commands."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from threadloom import __version__
+from threadloom.config import Settings, load_settings
+from threadloom.errors import ThreadloomError
+
+app = typer.Typer(
+    name="threadloom",
+    help="Persistent memory and coordination for AI coding agents, served over MCP.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console()
+err = Console(stderr=True)
+
+
+def settings() -> Settings:
+    """The settings, built once per command, with logging to stderr at the configured level."""
+    loaded = load_settings()
+    logging.basicConfig(
+        level=getattr(logging, loaded.log_level.upper(), logging.WARNING),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    return loaded
+
+
+@app.command()
+def version() -> None:
+    """Print threadloom's version."""
+    out.print(__version__)
+
+
+@app.command()
+def serve(
+    in_process: Annotated[
+        bool, typer.Option("--in-process", help="Run the whole server in this process, not the daemon.")
+    ] = False,
+    http: Annotated[
+        str | None,
+        typer.Option("--http", metavar="[HOST:]PORT", help="Serve streamable HTTP at /mcp (127.0.0.1 unless given)."),
+    ] = None,
+) -> None:
+    """Serve MCP on stdio (what an agent CLI runs), or HTTP with --http.
+
+    By default this is a thin bridge to the user's one threadloom daemon, started on demand.
+    """
+    if in_process and http:
+        raise typer.BadParameter("choose --in-process or --http, not both")
+    if http is not None:
+        from threadloom.server.http import serve_http
+
+        raise typer.Exit(serve_http(settings(), http))
+    if in_process:
+        from threadloom.server.stdio import serve_in_process
+
+        raise typer.Exit(serve_in_process(settings()))
+    from threadloom.daemon.bridge import main as bridge_main
+
+    raise typer.Exit(bridge_main())
+
+
+def _register_groups() -> None:
+    from threadloom.cli.backup import backup_app
+    from threadloom.cli.check import check
+    from threadloom.cli.daemon import daemon_app
+    from threadloom.cli.doctor import doctor
+
+    app.add_typer(daemon_app, name="daemon")
+    app.add_typer(backup_app, name="backup")
+    app.command()(doctor)
+    app.command()(check)
+
+
+def run() -> None:
+    _register_groups()
+    try:
+        app()
+    except ThreadloomError as exc:
+        err.print(f"[red]threadloom:[/red] {exc.message}")
+        sys.exit(2)

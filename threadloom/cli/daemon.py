@@ -1,0 +1,54 @@
+"""`threadloom daemon run|status|stop`."""
+
+from __future__ import annotations
+
+import typer
+from rich.table import Table
+
+from threadloom.cli.app import err, out, settings
+from threadloom.daemon import control
+
+daemon_app = typer.Typer(help="The per-user daemon that serves every agent session.", no_args_is_help=True)
+
+
+@daemon_app.command("run")
+def run_cmd() -> None:
+    """Run the daemon in the foreground (bridges start it on demand; you rarely need this)."""
+    from threadloom.daemon.process import run_daemon
+
+    raise typer.Exit(run_daemon(settings()))
+
+
+@daemon_app.command()
+def status() -> None:
+    """Show whether the daemon runs, its version, uptime and open sessions. Exit 1 when not running."""
+    s = settings()
+    reply = control.request(s.layout.socket, "status")
+    if reply is None:
+        out.print(f"daemon: [yellow]not running[/yellow] (socket {s.layout.socket})")
+        raise typer.Exit(1)
+    out.print(
+        f"daemon: [green]running[/green] pid {reply['pid']}, version {reply['version']}, "
+        f"up {reply['uptime_s']}s, {reply['open_connections']} open connection(s), "
+        f"idle timeout {reply['idle_timeout_s']}s"
+    )
+    out.print(f"store: {reply['store']}")
+    if reply["sessions"]:
+        table = Table("session", "vendor", "client", "project")
+        for sess in reply["sessions"]:
+            table.add_row(sess["id"], sess["vendor"], sess["client"] or "", sess["project"] or "")
+        out.print(table)
+
+
+@daemon_app.command()
+def stop() -> None:
+    """Stop the daemon now; open sessions end, and the next agent session starts a fresh one."""
+    s = settings()
+    reply = control.stop(s.layout.socket)
+    if reply is None:
+        out.print("daemon: not running")
+        return
+    if not reply["stopped"]:
+        err.print(f"daemon pid {reply['pid']} did not exit in time")
+        raise typer.Exit(1)
+    out.print(f"daemon pid {reply['pid']} stopped")

@@ -1,0 +1,139 @@
+"""`threadloom doctor`: is this installation healthy? Exit code 0 when it is."""
+
+from __future__ import annotations
+
+import shutil
+import stat
+from dataclasses import dataclass
+from importlib.util import find_spec
+
+import apsw
+import typer
+from rich.table import Table
+
+from threadloom.cli.app import out, settings
+from threadloom.config import Settings
+from threadloom.daemon import control
+from threadloom.status import versions
+from threadloom.store.migrations import MIGRATIONS
+from threadloom.store.sqlite import SqliteStore
+
+MIN_FREE_BYTES = 200 * 1024 * 1024
+OPTIONAL = {
+    "sqlite_vec": "vector index (retrieval engine)",
+    "psycopg": "PostgreSQL backend",
+}
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    required: bool = True
+
+
+def _mode(path_mode: int) -> str:
+    return oct(stat.S_IMODE(path_mode))
+
+
+def check_home(s: Settings) -> list[Check]:
+    home = s.home
+    if not home.exists():
+        return [Check("home", True, f"{home} will be created on first use")]
+    mode = home.stat().st_mode
+    return [Check("home permissions", not mode & 0o077, f"{home} is {_mode(mode)} (want 0o700)")]
+
+
+def check_store(s: Settings) -> list[Check]:
+    db = s.layout.database
+    if not db.exists():
+        return [Check("store", True, f"{db} will be created on first use")]
+    checks = [Check("store permissions", not db.stat().st_mode & 0o077, f"{db} is {_mode(db.stat().st_mode)}")]
+    store = SqliteStore(db, busy_timeout_ms=s.busy_timeout_ms)
+    try:
+        problems = store.integrity_check()
+        checks.append(Check("store integrity", not problems, "ok" if not problems else "; ".join(problems[:3])))
+        applied = {r["name"] for r in store.read(lambda r: r.rows("SELECT name FROM schema_migrations"))}
+        journal = store.read(lambda r: r.scalar("PRAGMA journal_mode"))
+    except Exception as exc:  # noqa: BLE001 - any failure to read the store is the finding
+        return [*checks, Check("store readable", False, str(exc))]
+    finally:
+        store.close()
+    known = [m.name for m in MIGRATIONS]
+    unknown = sorted(applied - set(known))
+    pending = [n for n in known if n not in applied]
+    if unknown:
+        checks.append(Check("migrations", False, f"store is from a newer threadloom: {', '.join(unknown)}"))
+    else:
+        detail = f"{len(applied)}/{len(known)} applied" + (f"; pending: {', '.join(pending)}" if pending else "")
+        checks.append(Check("migrations", True, detail))
+    checks.append(Check("WAL mode", journal == "wal", f"journal_mode={journal}"))
+    return checks
+
+
+def check_sqlite() -> list[Check]:
+    conn = apsw.Connection(":memory:")
+    try:
+        conn.execute("CREATE VIRTUAL TABLE t USING fts5(x)")
+        fts5 = True
+    except apsw.Error:
+        fts5 = False
+    finally:
+        conn.close()
+    loadable = hasattr(apsw.Connection, "enable_load_extension")
+    return [
+        Check("FTS5", fts5, f"SQLite {apsw.sqlite_lib_version()}"),
+        Check("extension loading", loadable, "apsw " + apsw.apsw_version()),
+    ]
+
+
+def check_disk(s: Settings) -> list[Check]:
+    target = s.home if s.home.exists() else s.home.parent
+    free = shutil.disk_usage(target).free
+    return [Check("free disk", free >= MIN_FREE_BYTES, f"{free / 2**30:.1f} GiB free at {target}")]
+
+
+def check_daemon(s: Settings) -> list[Check]:
+    reply = control.request(s.layout.socket, "status", timeout=2.0)
+    if reply is None:
+        return [Check("daemon", True, "not running (starts with the first session)", required=False)]
+    return [
+        Check(
+            "daemon",
+            True,
+            f"pid {reply['pid']}, version {reply['version']}, {reply['open_connections']} connection(s)",
+            required=False,
+        )
+    ]
+
+
+def check_optional() -> list[Check]:
+    return [
+        Check(
+            name,
+            find_spec(name) is not None,
+            purpose + (": installed" if find_spec(name) else ": not installed (optional)"),
+            required=False,
+        )
+        for name, purpose in OPTIONAL.items()
+    ]
+
+
+def doctor() -> None:
+    """Check the store, migrations, permissions, free disk and optional parts; print paths and versions.
+
+    Exits 0 when healthy, 1 when a required check fails.
+    """
+    s = settings()
+    checks = [*check_home(s), *check_store(s), *check_sqlite(), *check_disk(s), *check_daemon(s), *check_optional()]
+    table = Table("check", "", "detail")
+    for c in checks:
+        mark = "[green]ok[/green]" if c.ok else ("[red]FAIL[/red]" if c.required else "[yellow]-[/yellow]")
+        table.add_row(c.name, mark, c.detail)
+    out.print(table)
+    out.print(f"home {s.home}\nstore {s.layout.database}\nsocket {s.layout.socket}\nlog {s.layout.daemon_log}")
+    out.print("versions " + ", ".join(f"{k} {v}" for k, v in versions().items()))
+    healthy = all(c.ok for c in checks if c.required)
+    out.print("[green]healthy[/green]" if healthy else "[red]not healthy[/red]")
+    raise typer.Exit(0 if healthy else 1)

@@ -1,0 +1,142 @@
+"""Settings: `THREADLOOM_*` environment variables over `<home>/.env` over defaults.
+
+Built once, by `load_settings()`, in the composition root (the CLI entry or the
+daemon); nothing reads configuration at import time.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field, SecretStr, ValidationError
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from threadloom.errors import ConfigError
+
+ENV_PREFIX = "THREADLOOM_"
+# The largest Unix socket path the kernel accepts is 108 bytes including the NUL.
+MAX_SOCKET_PATH = 104
+
+
+def default_home(environ: Mapping[str, str] | None = None) -> Path:
+    """The home folder: `THREADLOOM_HOME`, else `~/.threadloom`. It cannot be set in its own .env."""
+    env = os.environ if environ is None else environ
+    raw = env.get("THREADLOOM_HOME")
+    return Path(raw).expanduser().absolute() if raw else Path.home() / ".threadloom"
+
+
+@dataclass(frozen=True)
+class HomeLayout:
+    """Where each file of the home folder lives."""
+
+    home: Path
+
+    @property
+    def env_file(self) -> Path:
+        return self.home / ".env"
+
+    @property
+    def database(self) -> Path:
+        return self.home / "threadloom.db"
+
+    @property
+    def socket(self) -> Path:
+        return self.home / "daemon.sock"
+
+    @property
+    def lock(self) -> Path:
+        return self.home / "daemon.lock"
+
+    @property
+    def daemon_info(self) -> Path:
+        return self.home / "daemon.json"
+
+    @property
+    def store_lock(self) -> Path:
+        """Held shared by every server using the store, so a restore can tell that it is in use."""
+        return self.home / "store.lock"
+
+    @property
+    def daemon_log(self) -> Path:
+        return self.home / "daemon.log"
+
+
+class Settings(BaseSettings):
+    """Every setting threadloom reads. The environment name is `THREADLOOM_` + the field name in capitals."""
+
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
+
+    home: Path = Field(default_factory=default_home, description="Folder of the store, socket and .env.")
+    root: Path | None = Field(None, description="Project root; overrides the client's roots and the cwd.")
+    session_id: str | None = Field(None, description="Session id to use instead of a generated one.")
+    vendor: str | None = Field(None, description="Agent vendor, overriding detection.")
+    toolset: str = Field("default", description="Comma-separated tool groups, or `full`.")
+    log_level: str = Field("WARNING", description="Logging level for stderr and the daemon log.")
+    daemon_idle_timeout: float = Field(
+        900.0, ge=0, description="Seconds the daemon stays up with no session; 0 keeps it up."
+    )
+    busy_timeout_ms: int = Field(2000, ge=0, description="How long one write waits on a locked store.")
+    write_attempts: int = Field(5, ge=1, description="Attempts of one write transaction when the store is busy.")
+    http_token: SecretStr | None = Field(None, description="Bearer token required by `serve --http` when set.")
+    http_allowed_origins: str = Field("", description="Extra comma-separated Origin values accepted by `serve --http`.")
+
+    @property
+    def layout(self) -> HomeLayout:
+        return HomeLayout(self.home)
+
+    def allowed_origins(self) -> list[str]:
+        return [o.strip() for o in self.http_allowed_origins.split(",") if o.strip()]
+
+
+def known_env_keys() -> frozenset[str]:
+    return frozenset(ENV_PREFIX + name.upper() for name in Settings.model_fields)
+
+
+def _read_env_file_keys(path: Path) -> list[str]:
+    if not path.is_file():
+        return []
+    keys = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#") or "=" not in stripped:
+            continue
+        key = stripped.split("=", 1)[0].removeprefix("export ").strip()
+        keys.append(key)
+    return keys
+
+
+def unknown_keys(environ: Mapping[str, str], env_file: Path) -> list[str]:
+    """`THREADLOOM_*` names in the environment or the .env file that no setting reads."""
+    known = known_env_keys()
+    seen = [k for k in environ if k.upper().startswith(ENV_PREFIX)]
+    seen += [k for k in _read_env_file_keys(env_file) if k.upper().startswith(ENV_PREFIX)]
+    return sorted({k for k in seen if k.upper() not in known})
+
+
+def load_settings(*, warn: bool = True) -> Settings:
+    """Build the settings once from the process environment and `<home>/.env`.
+
+    Unknown `THREADLOOM_*` keys are reported on stderr, not silently ignored.
+    """
+    env = os.environ
+    home = default_home(env)
+    layout = HomeLayout(home)
+    if warn:
+        for key in unknown_keys(env, layout.env_file):
+            print(f"threadloom: warning: unknown setting {key} is ignored", file=sys.stderr)
+    try:
+        settings = Settings(_env_file=layout.env_file, home=home)  # type: ignore[call-arg]
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{ENV_PREFIX}{'.'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigError(f"invalid settings: {problems}") from None
+    if len(str(settings.layout.socket)) > MAX_SOCKET_PATH:
+        raise ConfigError(
+            f"THREADLOOM_HOME is too long for a Unix socket path ({settings.layout.socket}); use a shorter one"
+        )
+    return settings

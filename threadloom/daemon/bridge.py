@@ -1,0 +1,187 @@
+"""`threadloom serve`: a thin stdio bridge to the user's one threadloom daemon.
+
+It imports only the standard library, connects to the daemon's Unix socket
+(starting the daemon when none answers), introduces the session, then copies
+bytes between its stdio and the socket until either side closes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import sys
+import threading
+import time
+from pathlib import Path
+
+from threadloom import __version__
+from threadloom.daemon import protocol
+
+START_TIMEOUT_S = 20.0
+POLL_S = 0.01
+# The environment the daemon needs to know this session by (the rest stays here).
+_FORWARD_PREFIXES = ("THREADLOOM_",)
+_FORWARD_NAMES = (
+    "CLAUDECODE",
+    "CLAUDE_CODE_ENTRYPOINT",
+    "CODEX_HOME",
+    "CODEX_SANDBOX",
+    "CODEX_MANAGED_BY_NPM",
+    "GEMINI_CLI",
+    "CURSOR_TRACE_ID",
+    "CURSOR_AGENT",
+    "VSCODE_PID",
+    "VSCODE_IPC_HOOK_CLI",
+    "TERM_PROGRAM",
+)
+
+
+class BridgeError(Exception):
+    pass
+
+
+def home_dir() -> Path:
+    raw = os.environ.get("THREADLOOM_HOME")
+    return Path(raw).expanduser().absolute() if raw else Path.home() / ".threadloom"
+
+
+def _hello() -> bytes:
+    env = {k: v for k, v in os.environ.items() if k.startswith(_FORWARD_PREFIXES) or k in _FORWARD_NAMES}
+    return protocol.encode(
+        {
+            "kind": protocol.HELLO,
+            "version": __version__,
+            "pid": os.getppid(),
+            "cwd": os.getcwd(),
+            "env": env,
+        }
+    )
+
+
+def _read_line(sock: socket.socket) -> tuple[bytes, bytes]:
+    """The first line from the daemon and whatever arrived after it."""
+    data = b""
+    while b"\n" not in data:
+        chunk = sock.recv(65536)
+        if not chunk:
+            return b"", b""
+        data += chunk
+        if len(data) > protocol.MAX_HEADER_BYTES:
+            raise BridgeError("the daemon sent an oversized greeting")
+    line, _, rest = data.partition(b"\n")
+    return line, rest
+
+
+def _try_session(path: Path) -> tuple[socket.socket, bytes] | str:
+    """A welcomed connection, or why not: 'absent', 'retiring' or 'closed'."""
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+        sock.settimeout(protocol.HELLO_TIMEOUT_S)
+        sock.sendall(_hello())
+        line, rest = _read_line(sock)
+    except (FileNotFoundError, ConnectionRefusedError):
+        sock.close()
+        return "absent"
+    except (ConnectionResetError, BrokenPipeError, TimeoutError):
+        sock.close()
+        return "closed"
+    if not line:
+        sock.close()
+        return "closed"
+    reply = protocol.decode(line)
+    if reply.get("kind") == protocol.WELCOME:
+        sock.settimeout(None)
+        return sock, rest
+    sock.close()
+    return "retiring" if reply.get("kind") == protocol.RETIRING else "closed"
+
+
+def _spawn_daemon(home: Path) -> None:
+    import subprocess
+
+    home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log_fd = os.open(home / "daemon.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "threadloom", "daemon", "run"],
+            stdin=subprocess.DEVNULL,
+            stdout=log_fd,
+            stderr=log_fd,
+            cwd="/",
+            start_new_session=True,
+            close_fds=True,
+        )
+    finally:
+        os.close(log_fd)
+
+
+def connect(home: Path, timeout: float = START_TIMEOUT_S) -> tuple[socket.socket, bytes]:
+    """A welcomed connection to the daemon, starting (or replacing) one as needed."""
+    path = home / "daemon.sock"
+    deadline = time.monotonic() + timeout
+    last_spawn = 0.0
+    while time.monotonic() < deadline:
+        outcome = _try_session(path)
+        if not isinstance(outcome, str):
+            return outcome
+        # Several bridges may spawn at once: the daemon's lock lets one win and the rest exit.
+        if outcome in ("absent", "closed") and time.monotonic() - last_spawn > 2.0:
+            _spawn_daemon(home)
+            last_spawn = time.monotonic()
+        time.sleep(POLL_S)
+    raise BridgeError(f"no threadloom daemon answered on {path} within {timeout:.0f}s; see {home / 'daemon.log'}")
+
+
+def _copy_stdin(sock: socket.socket) -> None:
+    try:
+        while True:
+            data = os.read(0, 65536)
+            if not data:
+                break
+            sock.sendall(data)
+    except OSError:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_WR)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]
+
+
+def main() -> int:
+    home = home_dir()
+    try:
+        sock, pending = connect(home)
+    except BridgeError as exc:
+        print(f"threadloom: {exc}", file=sys.stderr)
+        return 1
+    stdin_done = threading.Event()
+
+    def pump() -> None:
+        _copy_stdin(sock)
+        stdin_done.set()
+
+    threading.Thread(target=pump, daemon=True, name="stdin-to-daemon").start()
+    try:
+        if pending:
+            _write_all(1, pending)
+        while True:
+            data = sock.recv(65536)
+            if not data:
+                break
+            _write_all(1, data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    finally:
+        sock.close()
+    if not stdin_done.is_set():
+        print("threadloom: the daemon closed the session; restart the MCP server", file=sys.stderr)
+        return 1
+    return 0

@@ -1,0 +1,229 @@
+"""The daemon: one per OS user and home, holding the store, the MCP server and background work.
+
+Exactly one runs per home: it holds an exclusive lock on `daemon.lock` for as
+long as it owns the socket. A candidate that cannot take the lock exits at
+once, which is what makes concurrent start-up by many bridges race-free. It
+retires (stops listening, releases the lock, exits when its sessions end) when
+idle past the timeout, when stopped, or when a newer bridge arrives.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import time
+from typing import Any
+
+import anyio
+from anyio.abc import SocketListener, SocketStream
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from threadloom import __version__
+from threadloom.config import Settings
+from threadloom.daemon import protocol
+from threadloom.runtime import Runtime, open_runtime
+from threadloom.server.app import ThreadloomServer, build_server, toolset_for
+from threadloom.server.connection import ConnectionState, forwarded_env
+from threadloom.server.transport import serve_stream
+from threadloom.store.sqlite import ensure_private_dir
+
+log = logging.getLogger(__name__)
+IDLE_CHECK_S = 0.5
+
+
+class Daemon:
+    def __init__(self, runtime: Runtime, server: ThreadloomServer, lock_fd: int) -> None:
+        self.runtime = runtime
+        self.server = server
+        self.layout = runtime.settings.layout
+        self._lock_fd: int | None = lock_fd
+        self._listener: SocketListener | None = None
+        self._sessions = 0
+        self._last_activity = time.monotonic()
+        self._retire = anyio.Event()
+        self._force = False
+
+    async def serve(self) -> None:
+        socket_path = self.layout.socket
+        with contextlib.suppress(FileNotFoundError):
+            socket_path.unlink()  # a stale socket of a daemon that died; we hold the lock
+        self._listener = await anyio.create_unix_listener(socket_path)
+        socket_path.chmod(0o600)
+        self._write_info()
+        log.info("threadloom daemon %s (pid %d) serving on %s", __version__, os.getpid(), socket_path)
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._accept, tg)
+            tg.start_soon(self._watch_idle)
+            tg.start_soon(self._watch_signals)
+            await self._retire.wait()
+            await self._stop_listening()
+            while self._sessions and not self._force:
+                await anyio.sleep(IDLE_CHECK_S / 5)
+            tg.cancel_scope.cancel()
+        log.info("threadloom daemon (pid %d) exiting", os.getpid())
+
+    def retire(self, *, force: bool = False) -> None:
+        self._force = self._force or force
+        self._retire.set()
+
+    async def _stop_listening(self) -> None:
+        """Give up the socket and the lock so that a new daemon can start beside our last sessions."""
+        if self._listener is not None:
+            await self._listener.aclose()
+            self._listener = None
+            with contextlib.suppress(FileNotFoundError):
+                self.layout.socket.unlink()
+            with contextlib.suppress(FileNotFoundError):
+                self.layout.daemon_info.unlink()
+        if self._lock_fd is not None:
+            fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def _write_info(self) -> None:
+        info = {"pid": os.getpid(), "version": __version__, "started_at": self.runtime.started_at_ms}
+        tmp = self.layout.daemon_info.with_suffix(".tmp")
+        tmp.write_text(json.dumps(info))
+        tmp.replace(self.layout.daemon_info)
+
+    async def _accept(self, tg: anyio.abc.TaskGroup) -> None:
+        assert self._listener is not None
+        while True:
+            try:
+                stream = await self._listener.accept()
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return
+            tg.start_soon(self._handle, stream)
+
+    async def _watch_idle(self) -> None:
+        timeout = self.runtime.settings.daemon_idle_timeout
+        if timeout <= 0:
+            return
+        while True:
+            await anyio.sleep(min(IDLE_CHECK_S, timeout))
+            if self._sessions == 0 and time.monotonic() - self._last_activity >= timeout:
+                log.info("idle for %.0fs with no session; retiring", timeout)
+                self.retire()
+                return
+
+    async def _watch_signals(self) -> None:
+        with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+            async for signum in signals:
+                log.info("signal %d: stopping", signum)
+                self.retire(force=True)
+                return
+
+    async def _handle(self, stream: SocketStream) -> None:
+        async with stream:
+            buffered = BufferedByteReceiveStream(stream)
+            try:
+                with anyio.fail_after(protocol.HELLO_TIMEOUT_S):
+                    header = protocol.decode(await buffered.receive_until(b"\n", protocol.MAX_HEADER_BYTES))
+            except (
+                TimeoutError,
+                ValueError,
+                anyio.EndOfStream,
+                anyio.IncompleteRead,
+                anyio.DelimiterNotFound,
+                anyio.BrokenResourceError,
+            ) as exc:
+                log.info("dropped a connection without a valid greeting: %r", exc)
+                return
+            kind = header.get("kind")
+            if kind == protocol.CONTROL:
+                await stream.send(protocol.encode(await self._control(str(header.get("op")))))
+                return
+            if kind != protocol.HELLO:
+                return
+            if self._retire.is_set() or self._newer(header):
+                await stream.send(protocol.encode({"kind": protocol.RETIRING, "version": __version__}))
+                if self._newer(header):
+                    log.info("a bridge of version %s arrived; retiring", header.get("version"))
+                    self.retire()
+                return
+            await stream.send(protocol.encode({"kind": protocol.WELCOME, "version": __version__}))
+            await self._serve_session(stream, buffered, header)
+
+    @staticmethod
+    def _newer(header: dict[str, Any]) -> bool:
+        return protocol.version_key(str(header.get("version", ""))) > protocol.version_key(__version__)
+
+    async def _serve_session(
+        self, stream: SocketStream, buffered: BufferedByteReceiveStream, header: dict[str, Any]
+    ) -> None:
+        raw_env = header.get("env")
+        env = forwarded_env({str(k): str(v) for k, v in raw_env.items()}) if isinstance(raw_env, dict) else {}
+        pid = header.get("pid")
+        try:
+            toolset = toolset_for(self.server, env)
+        except Exception as exc:  # noqa: BLE001 - a bad per-session setting must not take the daemon down
+            log.warning("session refused: %s", exc)
+            return
+        state = ConnectionState(
+            runtime=self.runtime,
+            transport="bridge",
+            env=env,
+            cwd=str(header.get("cwd") or "/"),
+            pid=pid if isinstance(pid, int) else None,
+            toolset=toolset,
+        )
+        self._sessions += 1
+        try:
+            await serve_stream(self.server, stream, state, buffered)
+        finally:
+            self._sessions -= 1
+            self._last_activity = time.monotonic()
+
+    async def _control(self, op: str) -> dict[str, Any]:
+        if op == "stop":
+            self.retire(force=True)
+            return {"ok": True, "pid": os.getpid()}
+        if op == "status":
+            return {
+                "ok": True,
+                "pid": os.getpid(),
+                "version": __version__,
+                "uptime_s": round(self.runtime.uptime_s, 1),
+                "started_at": self.runtime.started_at_ms,
+                "open_connections": self._sessions,
+                "sessions": [
+                    {"id": s.id, "vendor": s.vendor, "project": s.project, "client": s.client_name}
+                    for s in self.runtime.live.values()
+                ],
+                "store": self.runtime.store.location,
+                "idle_timeout_s": self.runtime.settings.daemon_idle_timeout,
+            }
+        return {"ok": False, "error": f"unknown control op {op!r}"}
+
+
+def _take_lock(settings: Settings) -> int | None:
+    fd = os.open(settings.layout.lock, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
+
+
+def run_daemon(settings: Settings) -> int:
+    """Run the daemon in this process until it retires. Returns at once if another one owns the home."""
+    os.umask(0o077)
+    # The daemon's own comings and goings belong in its log whatever the configured level.
+    log.setLevel(min(log.getEffectiveLevel(), logging.INFO))
+    ensure_private_dir(settings.home)
+    lock_fd = _take_lock(settings)
+    if lock_fd is None:
+        log.info("another threadloom daemon owns %s", settings.home)
+        return 0
+    runtime = open_runtime(settings, "daemon")
+    try:
+        daemon = Daemon(runtime, build_server(runtime), lock_fd)
+        anyio.run(daemon.serve)
+    finally:
+        runtime.close()
+    return 0

@@ -1,0 +1,43 @@
+"""The exception tree. Domain code raises these; surfaces translate them.
+
+The MCP layer turns them into `{"error": ..., "retryable": ...}` tool results,
+the CLI into a clean message and a non-zero exit code.
+"""
+
+
+class ThreadloomError(Exception):
+    """Base of every error threadloom raises on purpose."""
+
+    retryable: bool = False
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class InvalidInput(ThreadloomError):
+    """The caller sent something malformed; fix the input, do not retry as is."""
+
+
+class NotFound(ThreadloomError):
+    """A referenced object does not exist."""
+
+
+class StoreBusy(ThreadloomError):
+    """The store stayed locked by another writer past the retry budget; safe to retry."""
+
+    retryable = True
+
+
+class StoreError(ThreadloomError):
+    """The store is unusable: corrupt, unwritable, or from a newer threadloom."""
+
+
+class ConfigError(ThreadloomError):
+    """The configuration is invalid."""
+
+
+class DaemonError(ThreadloomError):
+    """The local daemon could not be reached or started."""
+
+    retryable = True

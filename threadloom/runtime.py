@@ -1,0 +1,77 @@
+"""The composition root: settings, store and services, built once per process."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Literal, ParamSpec, TypeVar
+
+import anyio.to_thread
+
+from threadloom.config import Settings
+from threadloom.sessions import SessionInfo, SessionService
+from threadloom.status import StatusService
+from threadloom.store.sqlite import SqliteStore, ensure_private_dir, now_ms, open_store
+
+Mode = Literal["daemon", "in-process", "http", "cli"]
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+@dataclass
+class Runtime:
+    settings: Settings
+    store: SqliteStore
+    mode: Mode
+    sessions: SessionService
+    status: StatusService
+    started_at_ms: int = field(default_factory=now_ms)
+    _started_monotonic: float = field(default_factory=time.monotonic)
+    live: dict[str, SessionInfo] = field(default_factory=dict)
+    store_lock_fd: int | None = None
+
+    @property
+    def uptime_s(self) -> float:
+        return time.monotonic() - self._started_monotonic
+
+    @property
+    def pid(self) -> int:
+        return os.getpid()
+
+    async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
+        """Run blocking store or model work off the event loop."""
+        return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+    def close(self) -> None:
+        self.store.close()
+        if self.store_lock_fd is not None:
+            os.close(self.store_lock_fd)
+            self.store_lock_fd = None
+
+
+def hold_store_lock(settings: Settings) -> int:
+    """A shared lock that says "a server is using this store" for as long as the fd stays open."""
+    fd = os.open(settings.layout.store_lock, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_SH)
+    return fd
+
+
+def open_runtime(settings: Settings, mode: Mode) -> Runtime:
+    ensure_private_dir(settings.home)
+    lock_fd = hold_store_lock(settings)
+    store = open_store(
+        settings.layout.database,
+        busy_timeout_ms=settings.busy_timeout_ms,
+        write_attempts=settings.write_attempts,
+    )
+    return Runtime(
+        settings=settings,
+        store=store,
+        mode=mode,
+        sessions=SessionService(store),
+        status=StatusService(store),
+        store_lock_fd=lock_fd,
+    )

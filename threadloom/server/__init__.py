@@ -1,0 +1,1 @@
+"""The MCP surface: tools, resources and prompts over stdio, the daemon socket and HTTP."""

@@ -1,0 +1,181 @@
+"""Builds the MCP server: tools by toolset, resources, prompts and error shaping."""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from dataclasses import replace
+from typing import Any
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, ListToolsResult
+from pydantic import ValidationError
+
+from threadloom import __version__
+from threadloom.errors import ThreadloomError
+from threadloom.runtime import Runtime
+from threadloom.server import errors
+from threadloom.server.connection import ConnectionState, connection_of
+from threadloom.server.instructions import INSTRUCTIONS
+from threadloom.server.tools import TOOLS, status_report
+from threadloom.server.toolsets import ToolDef, select_tools
+
+log = logging.getLogger(__name__)
+
+
+class ThreadloomServer(MCPServer[Any]):
+    """MCPServer whose tool failures are always structured results, and whose calls are journaled."""
+
+    def __init__(self, runtime: Runtime, tools: Mapping[str, ToolDef], lifespan: Any = None) -> None:
+        super().__init__(
+            "threadloom",
+            title="threadloom",
+            instructions=INSTRUCTIONS,
+            version=__version__,
+            log_level="WARNING",
+            middleware=[ConnectionMiddleware(frozenset(tools))],
+            lifespan=lifespan,
+        )
+        self.runtime = runtime
+        self.tool_defs = tools
+        for tool in tools.values():
+            self.add_tool(tool.fn, title=tool.title, annotations=tool.annotations(), structured_output=True)
+
+    @property
+    def lowlevel(self) -> Any:
+        return self._lowlevel_server
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
+        started = time.perf_counter()
+        ran = True
+        unknown = self._unknown_arguments(name, arguments)
+        if unknown:
+            return errors.error_result(unknown, retryable=False)
+        try:
+            result = await super().call_tool(name, arguments, context)
+        except MCPError:
+            raise
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(exc, UnexpectedToolError) and cause is not None:
+                if not isinstance(cause, ThreadloomError):
+                    log.error("tool %s failed", name, exc_info=cause)
+                result = errors.from_exception(cause)
+            elif isinstance(cause, ValidationError):
+                ran, result = False, errors.from_exception(cause)
+            else:
+                ran, result = False, errors.error_result(str(exc), retryable=False)
+        if ran and context is not None:
+            await self._journal(context, name, result, time.perf_counter() - started)
+        return result
+
+    def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
+        """Reject misspelt arguments instead of silently dropping them."""
+        tool = self._tool_manager.get_tool(name)
+        if tool is None:
+            return None
+        known = set(tool.parameters.get("properties", {}))
+        extra = sorted(set(arguments) - known)
+        if not extra:
+            return None
+        accepted = ", ".join(sorted(known)) or "none"
+        return f"invalid arguments: unknown argument(s) {', '.join(map(repr, extra))}; accepted: {accepted}"
+
+    async def _journal(self, context: Context[Any, Any], name: str, result: Any, seconds: float) -> None:
+        conn = connection_of(context.request_context)
+        if conn.session is None:
+            return
+        ok = not (isinstance(result, CallToolResult) and result.is_error)
+        detail: dict[str, Any] = {"tool": name, "ok": ok, "ms": round(seconds * 1000, 2)}
+        if not ok and isinstance(result, CallToolResult) and result.structured_content:
+            detail["error"] = str(result.structured_content.get("error", ""))[:200]
+        await self.runtime.call(self.runtime.sessions.record, conn.session.provenance(), "tool.call", detail)
+
+
+class ConnectionMiddleware:
+    """Per-connection concerns: the session's toolset, roots changes, and protocol-level call errors."""
+
+    def __init__(self, tool_names: frozenset[str]) -> None:
+        self._tool_names = tool_names
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        method = ctx.method
+        if method == "notifications/roots/list_changed":
+            connection_of(ctx).roots_stale = True
+            return await call_next(ctx)
+        if method == "tools/list":
+            return _filter_tools(await call_next(ctx), connection_of(ctx))
+        if method != "tools/call":
+            return await call_next(ctx)
+        conn = connection_of(ctx)
+        name = ctx.params.get("name") if isinstance(ctx.params, Mapping) else None
+        if isinstance(name, str) and name not in conn.toolset and name in self._tool_names:
+            return _dump(
+                errors.error_result(
+                    f"tool {name!r} is not in this session's toolset; add its group to THREADLOOM_TOOLSET",
+                    retryable=False,
+                )
+            )
+        if isinstance(ctx.params, Mapping) and ctx.params.get("arguments") is None:
+            ctx = replace(ctx, params={**ctx.params, "arguments": {}})
+        try:
+            return await call_next(ctx)
+        except ValidationError as exc:
+            return _dump(
+                errors.error_result("malformed tools/call request: " + errors.describe_validation(exc), retryable=False)
+            )
+
+
+def _dump(result: CallToolResult) -> dict[str, Any]:
+    return result.model_dump(by_alias=True, exclude_none=True, mode="json")
+
+
+def _filter_tools(result: HandlerResult, conn: ConnectionState) -> HandlerResult:
+    if isinstance(result, ListToolsResult):
+        return replace_tools(result, [t for t in result.tools if t.name in conn.toolset])
+    return result
+
+
+def replace_tools(result: ListToolsResult, tools: list[Any]) -> ListToolsResult:
+    return result.model_copy(update={"tools": tools})
+
+
+def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
+    """The MCP server over `runtime`. `lifespan` matters only to HTTP, where it yields the
+    connection registry; the socket and stdio transports hand each connection its own state."""
+    tools = {t.name: t for t in TOOLS}
+    server = ThreadloomServer(runtime, tools, lifespan)
+    _add_resources_and_prompts(server)
+    return server
+
+
+def toolset_for(server: ThreadloomServer, env: Mapping[str, str]) -> frozenset[str]:
+    """The tools one connection sees: its own THREADLOOM_TOOLSET, else the server's setting."""
+    spec = env.get("THREADLOOM_TOOLSET") or server.runtime.settings.toolset
+    return select_tools(spec, server.tool_defs)
+
+
+def _add_resources_and_prompts(server: ThreadloomServer) -> None:
+    @server.resource(
+        "threadloom://status",
+        name="status",
+        title="threadloom status",
+        description="The status tool's JSON, without the session part.",
+        mime_type="application/json",
+    )
+    async def status_resource() -> str:
+        return json.dumps(await status_report(server.runtime, None), indent=1)
+
+    @server.prompt(name="help", title="How to use threadloom")
+    def help_prompt() -> str:
+        """Explains what threadloom offers this session and how to call it."""
+        lines = [INSTRUCTIONS, "Tools in this server:"]
+        for tool in server.tool_defs.values():
+            doc = (tool.fn.__doc__ or "").strip().splitlines()[0]
+            lines.append(f"- {tool.name} ({tool.group}): {doc}")
+        return "\n".join(lines)

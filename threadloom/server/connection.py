@@ -1,0 +1,156 @@
+"""Per-connection state: one MCP connection is one threadloom session."""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+from mcp.server.context import ServerRequestContext
+
+from threadloom.identity import FORWARDED_ENV, detect_vendor, project_root, session_id_from
+from threadloom.runtime import Runtime
+from threadloom.sessions import SessionInfo
+
+log = logging.getLogger(__name__)
+
+ROOTS_TIMEOUT_S = 2.0
+TOUCH_INTERVAL_S = 30.0
+
+
+def forwarded_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The part of an environment that identifies the session and its agent."""
+    return {k: environ[k] for k in FORWARDED_ENV if k in environ}
+
+
+@dataclass
+class ConnectionState:
+    """Who is on the other end of one connection, resolved lazily on its first real request."""
+
+    runtime: Runtime
+    transport: str
+    env: Mapping[str, str]
+    cwd: str
+    pid: int | None
+    toolset: frozenset[str]
+    session_id_hint: str | None = None
+    session: SessionInfo | None = None
+    roots_stale: bool = False
+    _lock: anyio.Lock = field(default_factory=anyio.Lock)
+    _last_touch: float = 0.0
+
+    async def ensure_session(self, ctx: ServerRequestContext[Any, Any]) -> SessionInfo:
+        """Register the session on first use; afterwards keep its last-seen time fresh."""
+        async with self._lock:
+            if self.session is not None and not self.roots_stale:
+                if time.monotonic() - self._last_touch > TOUCH_INTERVAL_S:
+                    self._last_touch = time.monotonic()
+                    await self.runtime.call(self.runtime.sessions.touch, self.session.id)
+                return self.session
+            client = ctx.session.client_params.client_info if ctx.session.client_params else None
+            roots = await self._client_roots(ctx)
+            root = project_root(self.env, roots, self.cwd)
+            previous = self.session
+            info = SessionInfo(
+                id=previous.id
+                if previous
+                else session_id_from(self.env.get("THREADLOOM_SESSION_ID") or self.session_id_hint),
+                vendor=detect_vendor(client.name if client else None, self.env),
+                transport=self.transport,
+                project=str(root),
+                cwd=self.cwd,
+                pid=self.pid,
+                client_name=client.name if client else None,
+                client_version=client.version if client else None,
+            )
+            await self.runtime.call(self.runtime.sessions.open, info)
+            self.session, self.roots_stale, self._last_touch = info, False, time.monotonic()
+            self.runtime.live[info.id] = info
+            return info
+
+    async def _client_roots(self, ctx: ServerRequestContext[Any, Any]) -> list[str]:
+        if self.env.get("THREADLOOM_ROOT"):
+            return []
+        caps = ctx.session.client_capabilities
+        if caps is None or caps.roots is None:
+            return []
+        with anyio.move_on_after(ROOTS_TIMEOUT_S):
+            try:
+                result = await ctx.session.list_roots()
+            except Exception as exc:  # noqa: BLE001 - a client's broken roots answer must not fail the call
+                log.info("client roots unavailable: %r", exc)
+                return []
+            return [str(r.uri) for r in result.roots]
+        log.info("client did not answer roots/list within %.0fs", ROOTS_TIMEOUT_S)
+        return []
+
+    async def end(self) -> None:
+        info, self.session = self.session, None
+        if info is not None:
+            self.runtime.live.pop(info.id, None)
+            await self.runtime.call(self.runtime.sessions.close, info)
+
+
+def local_connection(runtime: Runtime, toolset: frozenset[str]) -> ConnectionState:
+    """The connection of an in-process stdio server: this process is the agent's child."""
+    return ConnectionState(
+        runtime=runtime,
+        transport="stdio",
+        env=forwarded_env(os.environ),
+        cwd=os.getcwd(),
+        pid=os.getppid(),
+        toolset=toolset,
+    )
+
+
+_HTTP_HEADER_ENV = {
+    "x-threadloom-root": "THREADLOOM_ROOT",
+    "x-threadloom-session-id": "THREADLOOM_SESSION_ID",
+    "x-threadloom-vendor": "THREADLOOM_VENDOR",
+    "x-threadloom-toolset": "THREADLOOM_TOOLSET",
+}
+HTTP_STATE_TTL_S = 3600.0
+
+
+class HttpConnections:
+    """HTTP clients share one server-wide state; this finds each one's connection by MCP session id."""
+
+    def __init__(self, runtime: Runtime, toolset_for: Any) -> None:
+        self._runtime = runtime
+        self._toolset_for = toolset_for
+        self._states: dict[str, tuple[ConnectionState, float]] = {}
+
+    def get(self, ctx: ServerRequestContext[Any, Any]) -> ConnectionState:
+        headers = ctx.request.headers if ctx.request is not None else {}
+        key = headers.get("mcp-session-id") or "-"
+        now = time.monotonic()
+        found = self._states.get(key)
+        if found is None:
+            env = {var: headers[h] for h, var in _HTTP_HEADER_ENV.items() if h in headers}
+            state = ConnectionState(
+                runtime=self._runtime,
+                transport="http",
+                env=env,
+                cwd=str(self._runtime.settings.root or os.getcwd()),
+                pid=None,
+                toolset=self._toolset_for(env),
+                session_id_hint=None if key == "-" else key,
+            )
+            self._states = {k: v for k, v in self._states.items() if now - v[1] < HTTP_STATE_TTL_S}
+        else:
+            state = found[0]
+        self._states[key] = (state, now)
+        return state
+
+
+def connection_of(ctx: ServerRequestContext[Any, Any]) -> ConnectionState:
+    holder = ctx.lifespan_context
+    if isinstance(holder, ConnectionState):
+        return holder
+    if isinstance(holder, HttpConnections):
+        return holder.get(ctx)
+    raise TypeError(f"no threadloom connection state on this request ({type(holder).__name__})")

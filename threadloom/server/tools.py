@@ -1,0 +1,63 @@
+"""Tool functions. Each one: resolve the connection, call one service method, render.
+
+The SDK builds each tool's schema from its signature and docstring, so the
+docstring is the documentation an agent reads: say what it does, every argument,
+and the shape of the result.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from threadloom.runtime import Runtime
+from threadloom.server.connection import connection_of
+from threadloom.server.toolsets import ToolDef
+from threadloom.sessions import SessionInfo
+from threadloom.status import versions
+
+
+async def status(
+    ctx: Context,
+    recent_events: Annotated[int, Field(ge=0, le=100, description="Also list this many latest journal events.")] = 0,
+) -> dict[str, Any]:
+    """Show threadloom's health: the store, this session and the running server.
+
+    Returns {store: {path, schema_version, counts, open_sessions}, session: {id, vendor,
+    project, transport, client}, server: {mode, pid, uptime_s, connections}, versions,
+    events: [{at, kind, session_id, vendor, origin, detail}] (only when recent_events > 0)}.
+    """
+    conn = connection_of(ctx.request_context)
+    info = await conn.ensure_session(ctx.request_context)
+    return await status_report(conn.runtime, info, recent_events)
+
+
+async def status_report(runtime: Runtime, info: SessionInfo | None, recent_events: int = 0) -> dict[str, Any]:
+    store = await runtime.call(runtime.status.store_status)
+    session = None
+    if info is not None:
+        session = {
+            "id": info.id,
+            "vendor": info.vendor,
+            "project": info.project,
+            "transport": info.transport,
+            "client": info.client_name,
+        }
+    return {
+        "store": store.as_dict(),
+        "session": session,
+        "server": {
+            "mode": runtime.mode,
+            "pid": runtime.pid,
+            "uptime_s": round(runtime.uptime_s, 1),
+            "connections": len(runtime.live),
+        },
+        "versions": versions(),
+    } | ({"events": await runtime.call(runtime.status.recent_events, recent_events)} if recent_events else {})
+
+
+TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(status, group="core", title="threadloom status", read_only=True, destructive=False, idempotent=True),
+)

@@ -1,0 +1,71 @@
+"""The status service: what a store holds and which versions are running."""
+
+from __future__ import annotations
+
+import json
+import platform
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any
+
+import apsw
+
+from threadloom import __version__
+from threadloom.store.base import Reader, Store
+
+COUNTED_TABLES = ("sessions", "events")
+
+
+def versions() -> dict[str, str]:
+    def dist(name: str) -> str:
+        try:
+            return version(name)
+        except PackageNotFoundError:
+            return "not installed"
+
+    return {
+        "threadloom": __version__,
+        "mcp": dist("mcp"),
+        "python": platform.python_version(),
+        "sqlite": apsw.sqlite_lib_version(),
+        "apsw": apsw.apsw_version(),
+    }
+
+
+@dataclass(frozen=True)
+class StoreStatus:
+    location: str
+    schema_version: int
+    counts: dict[str, int]
+    active_sessions: int
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "path": self.location,
+            "schema_version": self.schema_version,
+            "counts": self.counts,
+            "open_sessions": self.active_sessions,
+        }
+
+
+class StatusService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def store_status(self) -> StoreStatus:
+        def q(r: Reader) -> tuple[dict[str, int], int]:
+            counts = {t: int(r.scalar(f"SELECT COUNT(*) AS n FROM {t}")) for t in COUNTED_TABLES}
+            open_sessions = int(r.scalar("SELECT COUNT(*) AS n FROM sessions WHERE ended_at IS NULL"))
+            return counts, open_sessions
+
+        counts, open_sessions = self._store.read(q)
+        return StoreStatus(self._store.location, self._store.schema_version(), counts, open_sessions)
+
+    def recent_events(self, limit: int) -> list[dict[str, Any]]:
+        rows = self._store.read(
+            lambda r: r.rows(
+                "SELECT at, kind, session_id, vendor, project, origin, detail FROM events ORDER BY id DESC LIMIT :n",
+                {"n": limit},
+            )
+        )
+        return [row | {"detail": json.loads(row["detail"])} for row in rows]
