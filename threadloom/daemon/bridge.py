@@ -95,6 +95,8 @@ def _try_session(path: Path) -> tuple[socket.socket, bytes] | str:
         sock.settimeout(None)
         return sock, rest
     sock.close()
+    if reply.get("kind") == protocol.REFUSED:
+        raise BridgeError(str(reply.get("error", "the daemon refused the session")))
     return "retiring" if reply.get("kind") == protocol.RETIRING else "closed"
 
 
@@ -161,7 +163,7 @@ def main() -> int:
         sock, pending = connect(home)
     except BridgeError as exc:
         print(f"threadloom: {exc}", file=sys.stderr)
-        return 1
+        return 2
     stdin_done = threading.Event()
 
     def pump() -> None:

@@ -25,6 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from threadloom import __version__
 from threadloom.config import Settings
 from threadloom.daemon import protocol
+from threadloom.errors import ThreadloomError
 from threadloom.runtime import Runtime, open_runtime
 from threadloom.server.app import ThreadloomServer, build_server, toolset_for
 from threadloom.server.connection import ConnectionState, forwarded_env
@@ -145,25 +146,32 @@ class Daemon:
                     log.info("a bridge of version %s arrived; retiring", header.get("version"))
                     self.retire()
                 return
+            state = self._connection(header)
+            if isinstance(state, str):
+                await stream.send(protocol.encode({"kind": protocol.REFUSED, "error": state}))
+                return
             await stream.send(protocol.encode({"kind": protocol.WELCOME, "version": __version__}))
-            await self._serve_session(stream, buffered, header)
+            self._sessions += 1
+            try:
+                await serve_stream(self.server, stream, state, buffered)
+            finally:
+                self._sessions -= 1
+                self._last_activity = time.monotonic()
 
     @staticmethod
     def _newer(header: dict[str, Any]) -> bool:
         return protocol.version_key(str(header.get("version", ""))) > protocol.version_key(__version__)
 
-    async def _serve_session(
-        self, stream: SocketStream, buffered: BufferedByteReceiveStream, header: dict[str, Any]
-    ) -> None:
+    def _connection(self, header: dict[str, Any]) -> ConnectionState | str:
+        """The new session's state, or why it is refused."""
         raw_env = header.get("env")
         env = forwarded_env({str(k): str(v) for k, v in raw_env.items()}) if isinstance(raw_env, dict) else {}
         pid = header.get("pid")
         try:
             toolset = toolset_for(self.server, env)
-        except Exception as exc:  # noqa: BLE001 - a bad per-session setting must not take the daemon down
-            log.warning("session refused: %s", exc)
-            return
-        state = ConnectionState(
+        except ThreadloomError as exc:
+            return exc.message
+        return ConnectionState(
             runtime=self.runtime,
             transport="bridge",
             env=env,
@@ -171,12 +179,6 @@ class Daemon:
             pid=pid if isinstance(pid, int) else None,
             toolset=toolset,
         )
-        self._sessions += 1
-        try:
-            await serve_stream(self.server, stream, state, buffered)
-        finally:
-            self._sessions -= 1
-            self._last_activity = time.monotonic()
 
     async def _control(self, op: str) -> dict[str, Any]:
         if op == "stop":

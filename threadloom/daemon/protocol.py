@@ -3,6 +3,7 @@
 The first line each way is a JSON object: the client sends `hello` (a bridge
 opening an MCP session) or `control` (status, stop); the daemon answers
 `welcome`, `retiring` (it is being replaced: start a new daemon and reconnect),
+`refused` (with an `error` to show the user),
 or a control reply. After `welcome` the connection carries newline-delimited
 JSON-RPC, unchanged, in both directions.
 """
@@ -16,6 +17,7 @@ from typing import Any
 HELLO = "hello"
 WELCOME = "welcome"
 RETIRING = "retiring"
+REFUSED = "refused"
 CONTROL = "control"
 MAX_HEADER_BYTES = 64 * 1024
 HELLO_TIMEOUT_S = 5.0

@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import HOMES, new_home, processes_using, stop_everything
+
+
+@pytest.fixture
+def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A fresh threadloom home, set as THREADLOOM_HOME; whatever ran in it is stopped afterwards."""
+    path = new_home()
+    for key in [k for k in os.environ if k.startswith("THREADLOOM_")]:
+        monkeypatch.delenv(key)
+    monkeypatch.setenv("THREADLOOM_HOME", str(path))
+    yield path
+    stop_everything(path)
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """The suite must leave no process behind: a leaked daemon fails the run."""
+    leaked = {str(h): processes_using(h) for h in HOMES}
+    leaked = {h: pids for h, pids in leaked.items() if pids}
+    for h in leaked:
+        stop_everything(Path(h))
+    if leaked:
+        print(f"\nLEAKED PROCESSES after the test run: {leaked}")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
