@@ -9,60 +9,17 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from threadloom.errors import ConfigError
+from threadloom.home import HomeLayout, default_home
 
 ENV_PREFIX = "THREADLOOM_"
 # The largest Unix socket path the kernel accepts is 108 bytes including the NUL.
 MAX_SOCKET_PATH = 104
-
-
-def default_home(environ: Mapping[str, str] | None = None) -> Path:
-    """The home folder: `THREADLOOM_HOME`, else `~/.threadloom`. It cannot be set in its own .env."""
-    env = os.environ if environ is None else environ
-    raw = env.get("THREADLOOM_HOME")
-    return Path(raw).expanduser().absolute() if raw else Path.home() / ".threadloom"
-
-
-@dataclass(frozen=True)
-class HomeLayout:
-    """Where each file of the home folder lives."""
-
-    home: Path
-
-    @property
-    def env_file(self) -> Path:
-        return self.home / ".env"
-
-    @property
-    def database(self) -> Path:
-        return self.home / "threadloom.db"
-
-    @property
-    def socket(self) -> Path:
-        return self.home / "daemon.sock"
-
-    @property
-    def lock(self) -> Path:
-        return self.home / "daemon.lock"
-
-    @property
-    def daemon_info(self) -> Path:
-        return self.home / "daemon.json"
-
-    @property
-    def store_lock(self) -> Path:
-        """Held shared by every server using the store, so a restore can tell that it is in use."""
-        return self.home / "store.lock"
-
-    @property
-    def daemon_log(self) -> Path:
-        return self.home / "daemon.log"
 
 
 class Settings(BaseSettings):

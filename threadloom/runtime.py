@@ -55,7 +55,7 @@ class Runtime:
 def hold_store_lock(settings: Settings) -> int:
     """A shared lock that says "a server is using this store" for as long as the fd stays open."""
     fd = os.open(settings.layout.store_lock, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_SH)
+    fcntl.flock(fd, fcntl.LOCK_SH)  # blocks only while a restore holds it exclusively
     return fd
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import fcntl
 import os
 import shutil
 import time
@@ -15,6 +14,7 @@ from threadloom.cli.app import out, settings
 from threadloom.config import Settings
 from threadloom.daemon import control
 from threadloom.errors import StoreError
+from threadloom.home import try_lock
 from threadloom.store.migrations import MIGRATIONS
 from threadloom.store.sqlite import SqliteStore, ensure_private_file
 
@@ -36,13 +36,10 @@ def create(path: Annotated[Path, typer.Argument(help="Where to write the copy (m
 
 
 def _store_in_use(s: Settings) -> bool:
-    fd = os.open(s.layout.store_lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
+    fd = try_lock(s.layout.store_lock)
+    if fd is None:
         return True
-    finally:
-        os.close(fd)
+    os.close(fd)
     return False
 
 

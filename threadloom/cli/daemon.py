@@ -14,9 +14,9 @@ daemon_app = typer.Typer(help="The per-user daemon that serves every agent sessi
 @daemon_app.command("run")
 def run_cmd() -> None:
     """Run the daemon in the foreground (bridges start it on demand; you rarely need this)."""
-    from threadloom.daemon.process import run_daemon
+    from threadloom.daemon.process import main
 
-    raise typer.Exit(run_daemon(settings()))
+    raise typer.Exit(main())
 
 
 @daemon_app.command()

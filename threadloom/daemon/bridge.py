@@ -14,9 +14,14 @@ import sys
 import threading
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from threadloom import __version__
 from threadloom.daemon import protocol
+from threadloom.home import HomeLayout, default_home
+
+if TYPE_CHECKING:
+    import subprocess
 
 START_TIMEOUT_S = 20.0
 POLL_S = 0.01
@@ -39,11 +44,6 @@ _FORWARD_NAMES = (
 
 class BridgeError(Exception):
     pass
-
-
-def home_dir() -> Path:
-    raw = os.environ.get("THREADLOOM_HOME")
-    return Path(raw).expanduser().absolute() if raw else Path.home() / ".threadloom"
 
 
 def _hello() -> bytes:
@@ -100,13 +100,13 @@ def _try_session(path: Path) -> tuple[socket.socket, bytes] | str:
     return "retiring" if reply.get("kind") == protocol.RETIRING else "closed"
 
 
-def _spawn_daemon(home: Path) -> None:
-    import subprocess
+def _spawn_daemon(layout: HomeLayout) -> subprocess.Popen[bytes]:
+    import subprocess  # only the first session of a cold start pays for it
 
-    home.mkdir(parents=True, exist_ok=True, mode=0o700)
-    log_fd = os.open(home / "daemon.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    layout.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    log_fd = os.open(layout.daemon_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
-        subprocess.Popen(
+        return subprocess.Popen(
             [sys.executable, "-m", "threadloom", "daemon", "run"],
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
@@ -119,21 +119,26 @@ def _spawn_daemon(home: Path) -> None:
         os.close(log_fd)
 
 
-def connect(home: Path, timeout: float = START_TIMEOUT_S) -> tuple[socket.socket, bytes]:
+def connect(layout: HomeLayout, timeout: float = START_TIMEOUT_S) -> tuple[socket.socket, bytes]:
     """A welcomed connection to the daemon, starting (or replacing) one as needed."""
-    path = home / "daemon.sock"
     deadline = time.monotonic() + timeout
-    last_spawn = 0.0
-    while time.monotonic() < deadline:
-        outcome = _try_session(path)
-        if not isinstance(outcome, str):
-            return outcome
-        # Several bridges may spawn at once: the daemon's lock lets one win and the rest exit.
-        if outcome in ("absent", "closed") and time.monotonic() - last_spawn > 2.0:
-            _spawn_daemon(home)
-            last_spawn = time.monotonic()
-        time.sleep(POLL_S)
-    raise BridgeError(f"no threadloom daemon answered on {path} within {timeout:.0f}s; see {home / 'daemon.log'}")
+    candidate: subprocess.Popen[bytes] | None = None
+    try:
+        while time.monotonic() < deadline:
+            outcome = _try_session(layout.socket)
+            if not isinstance(outcome, str):
+                return outcome
+            # Several bridges may spawn at once: the daemon lock lets one candidate win, and the
+            # others exit at once. Spawn again only once our candidate has gone and still nobody answers.
+            if outcome != "retiring" and (candidate is None or candidate.poll() is not None):
+                candidate = _spawn_daemon(layout)
+            time.sleep(POLL_S)
+    finally:
+        if candidate is not None:
+            candidate.poll()  # reap a candidate that lost the race
+    raise BridgeError(
+        f"no threadloom daemon answered on {layout.socket} within {timeout:.0f}s; see {layout.daemon_log}"
+    )
 
 
 def _copy_stdin(sock: socket.socket) -> None:
@@ -158,9 +163,8 @@ def _write_all(fd: int, data: bytes) -> None:
 
 
 def main() -> int:
-    home = home_dir()
     try:
-        sock, pending = connect(home)
+        sock, pending = connect(HomeLayout(default_home()))
     except BridgeError as exc:
         print(f"threadloom: {exc}", file=sys.stderr)
         return 2

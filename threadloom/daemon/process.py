@@ -26,6 +26,7 @@ from threadloom import __version__
 from threadloom.config import Settings
 from threadloom.daemon import protocol
 from threadloom.errors import ThreadloomError
+from threadloom.home import try_lock
 from threadloom.runtime import Runtime, open_runtime
 from threadloom.server.app import ThreadloomServer, build_server, toolset_for
 from threadloom.server.connection import ConnectionState, forwarded_env
@@ -202,23 +203,21 @@ class Daemon:
         return {"ok": False, "error": f"unknown control op {op!r}"}
 
 
-def _take_lock(settings: Settings) -> int | None:
-    fd = os.open(settings.layout.lock, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        return None
-    return fd
+def main(lock_fd: int | None = None) -> int:
+    """`threadloom daemon run`: settings, logging, then the daemon. `lock_fd` is the daemon lock if already taken."""
+    from threadloom.cli.app import settings
+
+    return run_daemon(settings(), lock_fd)
 
 
-def run_daemon(settings: Settings) -> int:
+def run_daemon(settings: Settings, lock_fd: int | None = None) -> int:
     """Run the daemon in this process until it retires. Returns at once if another one owns the home."""
     os.umask(0o077)
     # The daemon's own comings and goings belong in its log whatever the configured level.
     log.setLevel(min(log.getEffectiveLevel(), logging.INFO))
     ensure_private_dir(settings.home)
-    lock_fd = _take_lock(settings)
+    if lock_fd is None:
+        lock_fd = try_lock(settings.layout.lock)
     if lock_fd is None:
         log.info("another threadloom daemon owns %s", settings.home)
         return 0

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import time
@@ -44,7 +45,13 @@ class ThreadloomServer(MCPServer[Any]):
         self.runtime = runtime
         self.tool_defs = tools
         for tool in tools.values():
-            self.add_tool(tool.fn, title=tool.title, annotations=tool.annotations(), structured_output=True)
+            self.add_tool(
+                tool.fn,
+                title=tool.title,
+                description=inspect.cleandoc(tool.fn.__doc__ or ""),
+                annotations=tool.annotations(),
+                structured_output=True,
+            )
 
     @property
     def lowlevel(self) -> Any:

@@ -1,0 +1,51 @@
+"""The tool surface changes only on purpose: a snapshot of tools/list and a size budget."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.helpers import serve_params
+
+pytestmark = pytest.mark.anyio
+SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
+# Bytes of tools/list JSON an agent pays for in every session.
+DEFAULT_BUDGET_BYTES = 2_000
+FULL_BUDGET_BYTES = 12_000
+
+
+async def tools_list(home: Path, toolset: str) -> list[dict[str, Any]]:
+    async with Client(serve_params(home, "--in-process", THREADLOOM_TOOLSET=toolset), mode="legacy") as client:
+        listed = await client.list_tools()
+    return [t.model_dump(by_alias=True, exclude_none=True, mode="json") for t in listed.tools]
+
+
+async def test_every_tool_has_a_title_and_all_three_hints(home: Path) -> None:
+    for tool in await tools_list(home, "full"):
+        hints = tool.get("annotations", {})
+        assert tool.get("title") or hints.get("title"), tool["name"]
+        for hint in ("readOnlyHint", "destructiveHint", "idempotentHint"):
+            assert isinstance(hints.get(hint), bool), (tool["name"], hint)
+        assert tool.get("description"), tool["name"]
+        for name, prop in tool["inputSchema"].get("properties", {}).items():
+            assert prop.get("description"), f"{tool['name']}.{name} is undocumented"
+
+
+async def test_tools_list_matches_the_snapshot(home: Path) -> None:
+    current = await tools_list(home, "full")
+    if os.environ.get("UPDATE_SNAPSHOTS"):
+        SNAPSHOT.write_text(json.dumps(current, indent=2, sort_keys=True) + "\n")
+    assert current == json.loads(SNAPSHOT.read_text()), "tools/list changed; rerun with UPDATE_SNAPSHOTS=1 if meant"
+
+
+async def test_the_tool_surface_stays_within_its_size_budget(home: Path) -> None:
+    default = await tools_list(home, "default")
+    full = await tools_list(home, "full")
+    assert len(json.dumps(default)) <= DEFAULT_BUDGET_BYTES
+    assert len(json.dumps(full)) <= FULL_BUDGET_BYTES
+    assert len(default) <= 15

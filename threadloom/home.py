@@ -1,0 +1,64 @@
+"""The home folder and the files in it. Standard library only: the bridge uses it."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def default_home(environ: Mapping[str, str] | None = None) -> Path:
+    """`THREADLOOM_HOME`, else `~/.threadloom`. It cannot be set in its own .env."""
+    env = os.environ if environ is None else environ
+    raw = env.get("THREADLOOM_HOME")
+    return Path(raw).expanduser().absolute() if raw else Path.home() / ".threadloom"
+
+
+@dataclass(frozen=True)
+class HomeLayout:
+    """Where each file of the home folder lives."""
+
+    home: Path
+
+    @property
+    def env_file(self) -> Path:
+        return self.home / ".env"
+
+    @property
+    def database(self) -> Path:
+        return self.home / "threadloom.db"
+
+    @property
+    def socket(self) -> Path:
+        return self.home / "daemon.sock"
+
+    @property
+    def lock(self) -> Path:
+        """Held exclusively by the one daemon that owns the socket."""
+        return self.home / "daemon.lock"
+
+    @property
+    def daemon_info(self) -> Path:
+        return self.home / "daemon.json"
+
+    @property
+    def daemon_log(self) -> Path:
+        return self.home / "daemon.log"
+
+    @property
+    def store_lock(self) -> Path:
+        """Held shared by every server using the store, so a restore can tell that it is in use."""
+        return self.home / "store.lock"
+
+
+def try_lock(path: Path, *, shared: bool = False) -> int | None:
+    """An fd holding a lock on `path`, or None when another process holds it."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, (fcntl.LOCK_SH if shared else fcntl.LOCK_EX) | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    return fd
