@@ -1,0 +1,124 @@
+"""The command line, run as a user runs it."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from tests.helpers import cli, count_rows, serve_params
+from threadloom import __version__
+from threadloom.store.sqlite import open_store
+
+pytestmark = pytest.mark.anyio
+
+
+def add_events(home: Path, n: int) -> None:
+    store = open_store(home / "threadloom.db")
+    try:
+        for i in range(n):
+            store.write(
+                lambda w, i=i: w.execute("INSERT INTO events (at, kind, origin) VALUES (:i, 'x', 'hook')", {"i": i})
+            )
+    finally:
+        store.close()
+
+
+def test_version_prints_the_package_version(home: Path) -> None:
+    done = cli(home, "version")
+    assert done.returncode == 0
+    assert done.stdout.strip() == __version__
+
+
+def test_help_documents_every_command(home: Path) -> None:
+    done = cli(home, "--help")
+    for command in ("serve", "doctor", "check", "daemon", "backup", "version"):
+        assert command in done.stdout
+
+
+def test_doctor_is_healthy_on_a_fresh_home_and_on_a_used_store(home: Path) -> None:
+    fresh = cli(home, "doctor")
+    assert fresh.returncode == 0, fresh.stdout
+    assert "healthy" in fresh.stdout
+    add_events(home, 3)
+    used = cli(home, "doctor")
+    assert used.returncode == 0, used.stdout
+    assert "1/1 applied" in used.stdout
+
+
+def test_doctor_fails_on_a_corrupt_store(home: Path) -> None:
+    add_events(home, 200)
+    db = home / "threadloom.db"
+    data = bytearray(db.read_bytes())
+    data[4096 + 100 : 4096 + 400] = b"\xff" * 300
+    db.write_bytes(bytes(data))
+    (home / "threadloom.db-wal").unlink(missing_ok=True)
+    done = cli(home, "doctor")
+    assert done.returncode == 1
+    assert "not healthy" in done.stdout
+
+
+def test_doctor_fails_on_a_world_readable_store(home: Path) -> None:
+    add_events(home, 1)
+    (home / "threadloom.db").chmod(0o644)
+    done = cli(home, "doctor")
+    assert done.returncode == 1
+    assert "store permissions" in done.stdout
+
+
+def test_a_backup_restores_the_store_as_it_was(home: Path, tmp_path: Path) -> None:
+    add_events(home, 5)
+    made = cli(home, "backup", "create", str(tmp_path / "b.db"))
+    assert made.returncode == 0, made.stderr
+    assert stat.S_IMODE((tmp_path / "b.db").stat().st_mode) == 0o600
+    add_events(home, 7)
+    assert count_rows(home, "events") == 12
+    restored = cli(home, "backup", "restore", str(tmp_path / "b.db"))
+    assert restored.returncode == 0, restored.stdout + restored.stderr
+    assert count_rows(home, "events") == 5
+    assert list(home.glob("threadloom.db.pre-restore-*"))
+
+
+def test_a_backup_is_refused_over_an_existing_file(home: Path, tmp_path: Path) -> None:
+    add_events(home, 1)
+    (tmp_path / "b.db").write_text("keep me")
+    done = cli(home, "backup", "create", str(tmp_path / "b.db"))
+    assert done.returncode == 2
+    assert (tmp_path / "b.db").read_text() == "keep me"
+
+
+def test_restoring_something_that_is_not_a_store_changes_nothing(home: Path, tmp_path: Path) -> None:
+    add_events(home, 2)
+    (tmp_path / "junk.db").write_bytes(b"not a database at all" * 100)
+    done = cli(home, "backup", "restore", str(tmp_path / "junk.db"))
+    assert done.returncode == 2
+    assert count_rows(home, "events") == 2
+
+
+async def test_a_restore_is_refused_while_a_server_uses_the_store_unless_forced(home: Path, tmp_path: Path) -> None:
+    add_events(home, 4)
+    assert cli(home, "backup", "create", str(tmp_path / "b.db")).returncode == 0
+    async with Client(serve_params(home), mode="legacy") as client:
+        await client.call_tool("status", {})
+        refused = cli(home, "backup", "restore", str(tmp_path / "b.db"))
+        assert refused.returncode == 2
+        assert "using the store" in refused.stderr
+    forced = cli(home, "backup", "restore", "--force", str(tmp_path / "b.db"))
+    assert forced.returncode == 0, forced.stderr
+    assert count_rows(home, "events") == 4
+
+
+def test_check_runs_the_server_as_an_agent_would(home: Path) -> None:
+    done = cli(home, "check")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "threadloom works" in done.stdout
+    assert str(home / "threadloom.db") in done.stdout
+
+
+def test_cli_errors_are_clean_messages_on_stderr(home: Path) -> None:
+    done = cli(home, "serve", "--http", "nonsense:port")
+    assert done.returncode == 2
+    assert "[HOST:]PORT" in done.stderr
+    assert "Traceback" not in done.stderr
