@@ -189,3 +189,22 @@ def test_a_bridge_refuses_a_daemon_that_speaks_garbage(home: Path) -> None:
         _, err = bridge.communicate(timeout=20)
     assert bridge.returncode == 2
     assert b"no room" in err
+
+
+def test_a_daemon_that_cannot_start_is_reported_at_once(home: Path) -> None:
+    (home / ".env").write_text("THREADLOOM_DAEMON_IDLE_TIMEOUT=soon\n")
+    done = subprocess.run(
+        [PY, "-m", "threadloom", "serve"], env=env_for(home), capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2
+    assert "failed to start" in done.stderr
+    assert "THREADLOOM_DAEMON_IDLE_TIMEOUT" in done.stderr
+
+
+async def test_the_daemon_does_not_inherit_the_first_session_settings(home: Path, tmp_path: Path) -> None:
+    first = await status_of(home, THREADLOOM_ROOT=str(tmp_path), THREADLOOM_SESSION_ID="first")
+    environ = Path(f"/proc/{first['server']['pid']}/environ").read_bytes().split(b"\0")
+    assert not [v for v in environ if v.startswith((b"THREADLOOM_ROOT=", b"THREADLOOM_SESSION_ID="))]
+    second = await status_of(home)
+    assert second["session"]["project"] != str(tmp_path)
+    assert second["session"]["id"] != "first"

@@ -43,11 +43,13 @@ def accepting(port: int) -> bool:
 
 @pytest.fixture
 def http_server(home: Path, request: pytest.FixtureRequest) -> Iterator[int]:
-    token = getattr(request, "param", None)
+    """A running `serve --http`; parametrize indirectly with a token, or (bind host, token)."""
+    param = getattr(request, "param", None)
+    bind, token = param if isinstance(param, tuple) else ("127.0.0.1", param)
     port = free_port()
     extra = {"THREADLOOM_HTTP_TOKEN": token} if token else {}
     proc = subprocess.Popen(
-        [PY, "-m", "threadloom", "serve", "--http", f"127.0.0.1:{port}"],
+        [PY, "-m", "threadloom", "serve", "--http", f"{bind}:{port}"],
         env=env_for(home, **extra),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -96,10 +98,23 @@ async def test_status_over_http(http_server: int, home: Path) -> None:
 
 
 def test_a_foreign_origin_is_rejected(http_server: int) -> None:
-    status, _ = post(http_server, {"Origin": "http://evil.example"})
+    status, body = post(http_server, {"Origin": "http://evil.example"})
     assert status == 403
+    assert json.loads(body)["retryable"] is False
     status, _ = post(http_server, {"Origin": f"http://localhost:{http_server}"})
     assert status == 200
+
+
+def test_a_forged_host_is_rejected_on_loopback(http_server: int) -> None:
+    status, _ = post(http_server, {"Host": f"rebound.example:{http_server}"})
+    assert status == 421
+
+
+@pytest.mark.parametrize("http_server", [("0.0.0.0", TOKEN)], indirect=True)
+def test_a_wildcard_bind_with_a_token_serves_local_clients(http_server: int) -> None:
+    assert post(http_server, {"Authorization": f"Bearer {TOKEN}"})[0] == 200
+    assert post(http_server, {})[0] == 401
+    assert post(http_server, {"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"})[0] == 403
 
 
 @pytest.mark.parametrize("http_server", [TOKEN], indirect=True)

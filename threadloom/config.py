@@ -14,6 +14,7 @@ from pathlib import Path
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from threadloom.agents import PER_SESSION_KEYS
 from threadloom.errors import ConfigError
 from threadloom.home import HomeLayout, default_home
 
@@ -28,9 +29,6 @@ class Settings(BaseSettings):
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore", frozen=True)
 
     home: Path = Field(default_factory=default_home, description="Folder of the store, socket and .env.")
-    root: Path | None = Field(None, description="Project root; overrides the client's roots and the cwd.")
-    session_id: str | None = Field(None, description="Session id to use instead of a generated one.")
-    vendor: str | None = Field(None, description="Agent vendor, overriding detection.")
     toolset: str = Field("default", description="Comma-separated tool groups, or `full`.")
     log_level: str = Field("WARNING", description="Logging level for stderr and the daemon log.")
     daemon_idle_timeout: float = Field(
@@ -50,7 +48,7 @@ class Settings(BaseSettings):
 
 
 def known_env_keys() -> frozenset[str]:
-    return frozenset(ENV_PREFIX + name.upper() for name in Settings.model_fields)
+    return frozenset(ENV_PREFIX + name.upper() for name in Settings.model_fields) | set(PER_SESSION_KEYS)
 
 
 def _read_env_file_keys(path: Path) -> list[str]:
@@ -85,6 +83,12 @@ def load_settings(*, warn: bool = True) -> Settings:
     if warn:
         for key in unknown_keys(env, layout.env_file):
             print(f"threadloom: warning: unknown setting {key} is ignored", file=sys.stderr)
+        for key in sorted(set(_read_env_file_keys(layout.env_file)) & set(PER_SESSION_KEYS) - {"THREADLOOM_TOOLSET"}):
+            print(
+                f"threadloom: warning: {key} belongs to one session; set it in the agent's MCP server env, "
+                f"not in {layout.env_file}",
+                file=sys.stderr,
+            )
     try:
         settings = Settings(_env_file=layout.env_file, home=home)  # type: ignore[call-arg]
     except ValidationError as exc:
@@ -97,3 +101,14 @@ def load_settings(*, warn: bool = True) -> Settings:
             f"THREADLOOM_HOME is too long for a Unix socket path ({settings.layout.socket}); use a shorter one"
         )
     return settings
+
+
+def configure_logging(settings: Settings) -> None:
+    """Logs go to stderr (the daemon's stderr is its log file); stdout stays the protocol's."""
+    import logging
+
+    logging.basicConfig(
+        level=getattr(logging, settings.log_level.upper(), logging.WARNING),
+        stream=sys.stderr,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )

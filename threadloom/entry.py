@@ -23,8 +23,13 @@ def main() -> None:
         if lock_fd is None:
             sys.exit(0)
         from threadloom.daemon.process import main as daemon_main
+        from threadloom.errors import ThreadloomError
 
-        sys.exit(daemon_main(lock_fd))
+        try:
+            sys.exit(daemon_main(lock_fd))
+        except ThreadloomError as exc:
+            print(f"threadloom: {exc.message}", file=sys.stderr)
+            sys.exit(2)
     from threadloom.cli import run
 
     run()

@@ -19,10 +19,6 @@ class InvalidInput(ThreadloomError):
     """The caller sent something malformed; fix the input, do not retry as is."""
 
 
-class NotFound(ThreadloomError):
-    """A referenced object does not exist."""
-
-
 class StoreBusy(ThreadloomError):
     """The store stayed locked by another writer past the retry budget; safe to retry."""
 
@@ -35,9 +31,3 @@ class StoreError(ThreadloomError):
 
 class ConfigError(ThreadloomError):
     """The configuration is invalid."""
-
-
-class DaemonError(ThreadloomError):
-    """The local daemon could not be reached or started."""
-
-    retryable = True

@@ -12,37 +12,12 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final
 
+from threadloom.agents import VENDOR_ENV_MARKERS, VENDORS, Vendor
 from threadloom.errors import InvalidInput
 
-Vendor = Literal["claude", "codex", "gemini", "copilot", "cursor", "other"]
-VENDORS: Final[tuple[str, ...]] = ("claude", "codex", "gemini", "copilot", "cursor", "other")
 FOREGROUND: Final = "foreground"
-HOOK: Final = "hook"
-
-# Variables the bridge forwards to the daemon: threadloom's own per-session settings
-# and the markers agent CLIs set in the environment of the servers they start.
-_VENDOR_ENV_MARKERS: Final[tuple[tuple[str, Vendor], ...]] = (
-    ("CLAUDECODE", "claude"),
-    ("CLAUDE_CODE_ENTRYPOINT", "claude"),
-    ("CODEX_HOME", "codex"),
-    ("CODEX_SANDBOX", "codex"),
-    ("CODEX_MANAGED_BY_NPM", "codex"),
-    ("GEMINI_CLI", "gemini"),
-    ("CURSOR_TRACE_ID", "cursor"),
-    ("CURSOR_AGENT", "cursor"),
-    ("VSCODE_PID", "copilot"),
-    ("VSCODE_IPC_HOOK_CLI", "copilot"),
-)
-FORWARDED_ENV: Final[tuple[str, ...]] = (
-    "THREADLOOM_ROOT",
-    "THREADLOOM_SESSION_ID",
-    "THREADLOOM_VENDOR",
-    "THREADLOOM_TOOLSET",
-    "TERM_PROGRAM",
-    *(name for name, _ in _VENDOR_ENV_MARKERS),
-)
 _CLIENT_NAME_MARKERS: Final[tuple[tuple[str, Vendor], ...]] = (
     ("claude", "claude"),
     ("codex", "codex"),
@@ -71,10 +46,6 @@ class Provenance:
         if self.vendor not in VENDORS:
             raise InvalidInput(f"vendor must be one of {', '.join(VENDORS)}, not {self.vendor!r}")
 
-    @classmethod
-    def job(cls, name: str, project: str | None = None) -> Provenance:
-        return cls(session_id=None, vendor="other", project=project, origin=f"job:{name}")
-
 
 def new_session_id() -> str:
     return uuid.uuid4().hex
@@ -92,13 +63,14 @@ def session_id_from(explicit: str | None) -> str:
 def detect_vendor(client_name: str | None, env: Mapping[str, str]) -> Vendor:
     """The agent vendor: an explicit THREADLOOM_VENDOR, then the client's name, then the environment."""
     override = env.get("THREADLOOM_VENDOR", "").strip().lower()
-    if override in VENDORS:
-        return override  # type: ignore[return-value]
+    for vendor in VENDORS:
+        if override == vendor:
+            return vendor
     name = (client_name or "").lower()
     for marker, vendor in _CLIENT_NAME_MARKERS:
         if marker in name:
             return vendor
-    for var, vendor in _VENDOR_ENV_MARKERS:
+    for var, vendor in VENDOR_ENV_MARKERS:
         if env.get(var):
             return vendor
     if env.get("TERM_PROGRAM") == "vscode":

@@ -11,10 +11,12 @@ from typing import Literal, ParamSpec, TypeVar
 
 import anyio.to_thread
 
+from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.sessions import SessionInfo, SessionService
 from threadloom.status import StatusService
-from threadloom.store.sqlite import SqliteStore, ensure_private_dir, now_ms, open_store
+from threadloom.store.base import Store
+from threadloom.store.sqlite import ensure_private_dir, open_store
 
 Mode = Literal["daemon", "in-process", "http", "cli"]
 P = ParamSpec("P")
@@ -24,7 +26,7 @@ T = TypeVar("T")
 @dataclass
 class Runtime:
     settings: Settings
-    store: SqliteStore
+    store: Store
     mode: Mode
     sessions: SessionService
     status: StatusService
@@ -55,7 +57,7 @@ class Runtime:
 def hold_store_lock(settings: Settings) -> int:
     """A shared lock that says "a server is using this store" for as long as the fd stays open."""
     fd = os.open(settings.layout.store_lock, os.O_RDWR | os.O_CREAT, 0o600)
-    fcntl.flock(fd, fcntl.LOCK_SH)  # blocks only while a restore holds it exclusively
+    fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while `backup restore` holds it exclusively
     return fd
 
 

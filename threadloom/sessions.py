@@ -6,9 +6,9 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from threadloom.clock import now_ms
 from threadloom.identity import Provenance
 from threadloom.store.base import Store, Writer
-from threadloom.store.sqlite import now_ms
 
 
 @dataclass(frozen=True)

@@ -8,15 +8,13 @@ from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
-import apsw
-
 from threadloom import __version__
 from threadloom.store.base import Reader, Store
 
 COUNTED_TABLES = ("sessions", "events")
 
 
-def versions() -> dict[str, str]:
+def versions(store: Store) -> dict[str, str]:
     def dist(name: str) -> str:
         try:
             return version(name)
@@ -27,8 +25,7 @@ def versions() -> dict[str, str]:
         "threadloom": __version__,
         "mcp": dist("mcp"),
         "python": platform.python_version(),
-        "sqlite": apsw.sqlite_lib_version(),
-        "apsw": apsw.apsw_version(),
+        **store.engine(),
     }
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import sys
 from typing import Annotated
 
@@ -10,7 +9,7 @@ import typer
 from rich.console import Console
 
 from threadloom import __version__
-from threadloom.config import Settings, load_settings
+from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.errors import ThreadloomError
 
 app = typer.Typer(
@@ -27,11 +26,7 @@ err = Console(stderr=True)
 def settings() -> Settings:
     """The settings, built once per command, with logging to stderr at the configured level."""
     loaded = load_settings()
-    logging.basicConfig(
-        level=getattr(logging, loaded.log_level.upper(), logging.WARNING),
-        stream=sys.stderr,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    configure_logging(loaded)
     return loaded
 
 

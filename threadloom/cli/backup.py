@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from threadloom.cli.app import out, settings
+from threadloom.cli.app import err, out, settings
 from threadloom.config import Settings
 from threadloom.daemon import control
 from threadloom.errors import StoreError
@@ -18,6 +18,7 @@ from threadloom.home import try_lock
 from threadloom.store.migrations import MIGRATIONS
 from threadloom.store.sqlite import SqliteStore, ensure_private_file
 
+FORCE_WAIT_S = 10.0
 backup_app = typer.Typer(help="Consistent copies of the store, taken while servers run.", no_args_is_help=True)
 
 
@@ -76,14 +77,42 @@ def restore(
     """
     s = settings()
     version = validate_backup(path.absolute())
-    if _store_in_use(s):
+    # Holding the store lock exclusively keeps every new server waiting until the restore is done.
+    lock_fd = try_lock(s.layout.store_lock)
+    if lock_fd is None:
         if not force:
             raise StoreError("a threadloom server is using the store; stop it (threadloom daemon stop) or pass --force")
         control.stop(s.layout.socket)
-    db = s.layout.database
+        lock_fd = _wait_for_lock(s.layout.store_lock, FORCE_WAIT_S)
+        if lock_fd is None:
+            err.print(
+                "[yellow]warning:[/yellow] in-process or HTTP servers still have the store open; they keep "
+                "writing to the old file until restarted"
+            )
+    try:
+        kept = _swap_in(path, s.layout.database)
+    finally:
+        if lock_fd is not None:
+            os.close(lock_fd)
+    out.print(f"restored {path} (schema version {version}) into {s.layout.database}")
+    if kept is not None:
+        out.print(f"the previous store is kept at {kept}")
+
+
+def _wait_for_lock(path: Path, seconds: float) -> int | None:
+    deadline = time.monotonic() + seconds
+    while True:
+        fd = try_lock(path)
+        if fd is not None or time.monotonic() > deadline:
+            return fd
+        time.sleep(0.05)
+
+
+def _swap_in(backup: Path, db: Path) -> Path | None:
+    """Put a copy of `backup` in place of `db`; the old store and its WAL are kept beside it."""
     staged = db.with_name(db.name + ".restoring")
     ensure_private_file(staged)
-    shutil.copyfile(path, staged)
+    shutil.copyfile(backup, staged)
     with open(staged, "rb+") as fh:
         os.fsync(fh.fileno())
     kept = None
@@ -95,6 +124,4 @@ def restore(
                 side.replace(kept.with_name(kept.name + suffix))
         db.replace(kept)
     staged.replace(db)
-    out.print(f"restored {path} (schema version {version}) into {db}")
-    if kept is not None:
-        out.print(f"the previous store is kept at {kept}")
+    return kept

@@ -133,7 +133,7 @@ def doctor() -> None:
         table.add_row(c.name, mark, c.detail)
     out.print(table)
     out.print(f"home {s.home}\nstore {s.layout.database}\nsocket {s.layout.socket}\nlog {s.layout.daemon_log}")
-    out.print("versions " + ", ".join(f"{k} {v}" for k, v in versions().items()))
+    out.print("versions " + ", ".join(f"{k} {v}" for k, v in versions(SqliteStore(s.layout.database)).items()))
     healthy = all(c.ok for c in checks if c.required)
     out.print("[green]healthy[/green]" if healthy else "[red]not healthy[/red]")
     raise typer.Exit(0 if healthy else 1)

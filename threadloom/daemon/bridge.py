@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from threadloom import __version__
+from threadloom.agents import FORWARDED_ENV, PER_SESSION_KEYS
 from threadloom.daemon import protocol
 from threadloom.home import HomeLayout, default_home
 
@@ -25,21 +26,6 @@ if TYPE_CHECKING:
 
 START_TIMEOUT_S = 20.0
 POLL_S = 0.01
-# The environment the daemon needs to know this session by (the rest stays here).
-_FORWARD_PREFIXES = ("THREADLOOM_",)
-_FORWARD_NAMES = (
-    "CLAUDECODE",
-    "CLAUDE_CODE_ENTRYPOINT",
-    "CODEX_HOME",
-    "CODEX_SANDBOX",
-    "CODEX_MANAGED_BY_NPM",
-    "GEMINI_CLI",
-    "CURSOR_TRACE_ID",
-    "CURSOR_AGENT",
-    "VSCODE_PID",
-    "VSCODE_IPC_HOOK_CLI",
-    "TERM_PROGRAM",
-)
 
 
 class BridgeError(Exception):
@@ -47,7 +33,7 @@ class BridgeError(Exception):
 
 
 def _hello() -> bytes:
-    env = {k: v for k, v in os.environ.items() if k.startswith(_FORWARD_PREFIXES) or k in _FORWARD_NAMES}
+    env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
     return protocol.encode(
         {
             "kind": protocol.HELLO,
@@ -106,8 +92,11 @@ def _spawn_daemon(layout: HomeLayout) -> subprocess.Popen[bytes]:
     layout.home.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_fd = os.open(layout.daemon_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
+        # The daemon outlives this session: it must not inherit this session's own settings.
+        env = {k: v for k, v in os.environ.items() if k not in PER_SESSION_KEYS}
         return subprocess.Popen(
             [sys.executable, "-m", "threadloom", "daemon", "run"],
+            env=env,
             stdin=subprocess.DEVNULL,
             stdout=log_fd,
             stderr=log_fd,
@@ -117,6 +106,16 @@ def _spawn_daemon(layout: HomeLayout) -> subprocess.Popen[bytes]:
         )
     finally:
         os.close(log_fd)
+
+
+def _log_tail(path: Path, lines: int = 6) -> str:
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(max(0, fh.seek(0, os.SEEK_END) - 4096))
+            tail = fh.read().decode(errors="replace").splitlines()[-lines:]
+    except OSError:
+        return f"(no log at {path})"
+    return "\n".join(tail) + f"\n(full log: {path})"
 
 
 def connect(layout: HomeLayout, timeout: float = START_TIMEOUT_S) -> tuple[socket.socket, bytes]:
@@ -130,6 +129,11 @@ def connect(layout: HomeLayout, timeout: float = START_TIMEOUT_S) -> tuple[socke
                 return outcome
             # Several bridges may spawn at once: the daemon lock lets one candidate win, and the
             # others exit at once. Spawn again only once our candidate has gone and still nobody answers.
+            if candidate is not None and candidate.poll():
+                raise BridgeError(
+                    f"the threadloom daemon failed to start (exit {candidate.returncode}):\n"
+                    + _log_tail(layout.daemon_log)
+                )
             if outcome != "retiring" and (candidate is None or candidate.poll() is not None):
                 candidate = _spawn_daemon(layout)
             time.sleep(POLL_S)

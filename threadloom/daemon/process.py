@@ -23,7 +23,7 @@ from anyio.abc import SocketListener, SocketStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from threadloom import __version__
-from threadloom.config import Settings
+from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.daemon import protocol
 from threadloom.errors import ThreadloomError
 from threadloom.home import try_lock
@@ -205,9 +205,9 @@ class Daemon:
 
 def main(lock_fd: int | None = None) -> int:
     """`threadloom daemon run`: settings, logging, then the daemon. `lock_fd` is the daemon lock if already taken."""
-    from threadloom.cli.app import settings
-
-    return run_daemon(settings(), lock_fd)
+    settings = load_settings()
+    configure_logging(settings)
+    return run_daemon(settings, lock_fd)
 
 
 def run_daemon(settings: Settings, lock_fd: int | None = None) -> int:

@@ -34,6 +34,19 @@ def decode(line: bytes) -> dict[str, Any]:
     return value
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """Comparable form of a release number; anything after the numeric part is ignored."""
-    return tuple(int(part) for part in re.findall(r"\d+", version.split("+")[0])[:4])
+_VERSION_RE = re.compile(r"^\s*v?(\d+(?:\.\d+)*)(.*)$")
+
+
+def version_key(version: str) -> tuple[tuple[int, ...], int, str]:
+    """Comparable form of a release number: 0.1 == 0.1.0, and 0.2.0rc1 < 0.2.0 < 0.2.1.
+
+    Local build labels (`+...`) are ignored; anything unparseable sorts lowest.
+    """
+    match = _VERSION_RE.match(version.split("+")[0])
+    if match is None:
+        return ((), 0, "")
+    numbers = [int(n) for n in match.group(1).split(".")]
+    while len(numbers) > 1 and numbers[-1] == 0:
+        numbers.pop()
+    suffix = match.group(2).strip(".-_")
+    return (tuple(numbers), 0 if suffix else 1, suffix)

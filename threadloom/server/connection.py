@@ -12,7 +12,8 @@ from typing import Any
 import anyio
 from mcp.server.context import ServerRequestContext
 
-from threadloom.identity import FORWARDED_ENV, detect_vendor, project_root, session_id_from
+from threadloom.agents import FORWARDED_ENV
+from threadloom.identity import detect_vendor, project_root, session_id_from
 from threadloom.runtime import Runtime
 from threadloom.sessions import SessionInfo
 
@@ -135,16 +136,24 @@ class HttpConnections:
                 runtime=self._runtime,
                 transport="http",
                 env=env,
-                cwd=str(self._runtime.settings.root or os.getcwd()),
+                cwd=os.getcwd(),
                 pid=None,
                 toolset=self._toolset_for(env),
                 session_id_hint=None if key == "-" else key,
             )
-            self._states = {k: v for k, v in self._states.items() if now - v[1] < HTTP_STATE_TTL_S}
+            self._forget_idle(now)
         else:
             state = found[0]
         self._states[key] = (state, now)
         return state
+
+    def _forget_idle(self, now: float) -> None:
+        """HTTP has no connection to close: a session unused for an hour is dropped from the live view."""
+        for key, (state, seen) in list(self._states.items()):
+            if now - seen >= HTTP_STATE_TTL_S:
+                del self._states[key]
+                if state.session is not None:
+                    self._runtime.live.pop(state.session.id, None)
 
 
 def connection_of(ctx: ServerRequestContext[Any, Any]) -> ConnectionState:

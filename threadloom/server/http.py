@@ -79,28 +79,68 @@ class BearerTokenGate:
         await send({"type": "http.response.body", "body": body})
 
 
-def security_for(settings: Settings, host: str) -> TransportSecuritySettings:
-    hosts = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
-    origins = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
-    if not is_loopback(host) and host not in ("0.0.0.0", "::"):
-        hosts.append(f"{host}:*")
-        origins.append(f"http://{host}:*")
-    if host in ("0.0.0.0", "::"):
-        hosts = ["*"]  # any interface: the token is the guard; Origin is still checked
-    return TransportSecuritySettings(
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=hosts,
-        allowed_origins=origins + settings.allowed_origins(),
+class OriginGate:
+    """Refuses requests from web pages of other origins, and, on loopback, forged Host headers.
+
+    A browser sends Origin with every cross-site request; a page that reaches a loopback server
+    through DNS rebinding shows a foreign Host. Clients that are not browsers send no Origin.
+    """
+
+    def __init__(self, app: ASGIApp, host: str, extra_origins: list[str]) -> None:
+        self.app = app
+        self._loopback = is_loopback(host)
+        names = ["127.0.0.1", "localhost", "[::1]"]
+        if not self._loopback and host not in ("0.0.0.0", "::"):
+            names.append(f"[{host}]" if ":" in host else host)
+        self._hosts = names
+        self._origins = [f"{scheme}://{n}" for n in names for scheme in ("http", "https")] + extra_origins
+
+    def _origin_ok(self, origin: str) -> bool:
+        for allowed in self._origins:
+            if origin == allowed or (origin.startswith(allowed + ":") and origin[len(allowed) + 1 :].isdigit()):
+                return True
+        return False
+
+    def _host_ok(self, host: str) -> bool:
+        name = host.rsplit(":", 1)[0] if not host.endswith("]") else host
+        return name in self._hosts
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = dict(scope.get("headers") or [])
+            origin = headers.get(b"origin", b"").decode("latin-1")
+            host = headers.get(b"host", b"").decode("latin-1")
+            if origin and not self._origin_ok(origin):
+                await _refuse(send, 403, f"origin {origin} is not allowed; see THREADLOOM_HTTP_ALLOWED_ORIGINS")
+                return
+            if self._loopback and not self._host_ok(host):
+                await _refuse(send, 421, f"host {host or '(none)'} is not this server")
+                return
+        await self.app(scope, receive, send)
+
+
+async def _refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    body = json.dumps({"error": message, "retryable": False}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), *(headers or [])],
+        }
     )
+    await send({"type": "http.response.body", "body": body})
 
 
 def http_app(server: ThreadloomServer, settings: Settings, host: str) -> ASGIApp:
+    # The SDK's own Host/Origin check knows no wildcard bind, so OriginGate does that job for every bind.
     app: ASGIApp = server.streamable_http_app(
-        streamable_http_path=MCP_PATH, transport_security=security_for(settings, host), host=host
+        streamable_http_path=MCP_PATH,
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        host=host,
     )
     if settings.http_token is not None:
         app = BearerTokenGate(app, settings.http_token.get_secret_value())
-    return app
+    return OriginGate(app, host, settings.allowed_origins())
 
 
 def check_exposure(settings: Settings, host: str) -> None:

@@ -54,7 +54,7 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
             "uptime_s": round(runtime.uptime_s, 1),
             "connections": len(runtime.live),
         },
-        "versions": versions(),
+        "versions": versions(runtime.store),
     } | ({"events": await runtime.call(runtime.status.recent_events, recent_events)} if recent_events else {})
 
 

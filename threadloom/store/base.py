@@ -56,6 +56,10 @@ class Store(Protocol):
 
     def schema_version(self) -> int: ...
 
+    def engine(self) -> dict[str, str]:
+        """Name and version of the database engine and its driver, for status reports."""
+        ...
+
     def backup(self, dest: Path) -> None:
         """Write a consistent copy to `dest` while other processes keep using the store."""
         ...

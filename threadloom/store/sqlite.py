@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import apsw
 
+from threadloom.clock import now_ms
 from threadloom.errors import StoreBusy, StoreError
 from threadloom.store.base import Params, Row
 from threadloom.store.migrations import BOOTSTRAP_SQL, MIGRATIONS, Migration
@@ -31,10 +32,6 @@ log = logging.getLogger(__name__)
 
 _BACKOFF_BASE_S = 0.02
 _BACKOFF_MAX_S = 0.5
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def _dict_row(cursor: apsw.Cursor, row: Sequence[Any]) -> Row:
@@ -137,9 +134,9 @@ class SqliteStore:
         ensure_private_dir(self.path.parent)
         ensure_private_file(self.path)
         conn = self._writer_conn()
-        self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL"))
+        self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchall())
         conn.execute("PRAGMA synchronous = NORMAL")
-        self._retry_busy(lambda: conn.execute(BOOTSTRAP_SQL))
+        self._retry_busy(lambda: conn.execute(BOOTSTRAP_SQL).fetchall())
         self.migrate(migrations)
 
     def migrate(self, migrations: Sequence[Migration] = MIGRATIONS) -> list[str]:
@@ -170,15 +167,16 @@ class SqliteStore:
             )
         return applied_now
 
-    def _retry_busy(self, fn: Callable[[], Any]) -> Any:
+    def _retry_busy(self, fn: Callable[[], T]) -> T:
+        """The one place that waits out other writers: bounded attempts with jittered backoff."""
         for attempt in range(self._write_attempts):
             try:
                 return fn()
             except apsw.BusyError:
                 if attempt == self._write_attempts - 1:
-                    raise StoreBusy("the store stayed locked by another process; try again") from None
+                    break
                 time.sleep(min(_BACKOFF_MAX_S, _BACKOFF_BASE_S * 2**attempt) * random.uniform(0.5, 1.0))
-        return None
+        raise StoreBusy(f"the store stayed locked by another writer for {self._write_attempts} attempts; try again")
 
     # the seam
 
@@ -193,24 +191,22 @@ class SqliteStore:
     def write(self, fn: Callable[[_Cursor], T]) -> T:
         with self._write_lock:
             conn = self._writer_conn()
-            for attempt in range(self._write_attempts):
-                try:
-                    conn.execute("BEGIN IMMEDIATE")
-                except apsw.BusyError:
-                    if attempt == self._write_attempts - 1:
-                        raise StoreBusy(
-                            f"the store stayed locked by another writer for {self._write_attempts} attempts; try again"
-                        ) from None
-                    time.sleep(min(_BACKOFF_MAX_S, _BACKOFF_BASE_S * 2**attempt) * random.uniform(0.5, 1.0))
-                    continue
-                try:
-                    result = fn(_Cursor(conn))
-                except BaseException:
-                    conn.execute("ROLLBACK")
-                    raise
-                conn.execute("COMMIT")
-                return result
-        raise AssertionError("unreachable")
+            return self._retry_busy(lambda: self._transaction(conn, fn))
+
+    @staticmethod
+    def _transaction(conn: apsw.Connection, fn: Callable[[_Cursor], T]) -> T:
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            result = fn(_Cursor(conn))
+            conn.execute("COMMIT")
+        except BaseException:
+            if not conn.get_autocommit():
+                conn.execute("ROLLBACK")
+            raise
+        return result
+
+    def engine(self) -> dict[str, str]:
+        return {"sqlite": apsw.sqlite_lib_version(), "apsw": apsw.apsw_version()}
 
     def schema_version(self) -> int:
         names = {m.name for m in MIGRATIONS}
@@ -220,7 +216,8 @@ class SqliteStore:
     def backup(self, dest: Path) -> None:
         if dest.exists():
             raise StoreError(f"{dest} already exists; choose a new path")
-        ensure_private_dir(dest.parent)
+        if not dest.parent.is_dir():
+            raise StoreError(f"{dest.parent} is not a folder")
         # VACUUM INTO reads one snapshot and never blocks writers in WAL mode; it needs a
         # connection without query_only, so it gets its own short-lived one.
         conn = apsw.Connection(str(self.path), flags=apsw.SQLITE_OPEN_READONLY)
