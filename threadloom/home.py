@@ -5,7 +5,6 @@ from __future__ import annotations
 import fcntl
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 
@@ -16,11 +15,17 @@ def default_home(environ: Mapping[str, str] | None = None) -> Path:
     return Path(raw).expanduser().absolute() if raw else Path.home() / ".threadloom"
 
 
-@dataclass(frozen=True)
 class HomeLayout:
-    """Where each file of the home folder lives."""
+    """Where each file of the home folder lives.
 
-    home: Path
+    A plain class, not a dataclass: `dataclasses` imports `inspect`, which would double the
+    bridge's import time.
+    """
+
+    __slots__ = ("home",)
+
+    def __init__(self, home: Path) -> None:
+        self.home = home
 
     @property
     def env_file(self) -> Path:

@@ -145,7 +145,8 @@ def connect(layout: HomeLayout, timeout: float = START_TIMEOUT_S) -> tuple[socke
     )
 
 
-def _copy_stdin(sock: socket.socket) -> None:
+def _copy_stdin(sock: socket.socket, done: threading.Event) -> None:
+    """Copy stdin to the daemon; at its end, say so (before the daemon can answer) and half-close."""
     try:
         while True:
             data = os.read(0, 65536)
@@ -155,6 +156,7 @@ def _copy_stdin(sock: socket.socket) -> None:
     except OSError:
         pass
     finally:
+        done.set()
         with contextlib.suppress(OSError):
             sock.shutdown(socket.SHUT_WR)
 
@@ -173,12 +175,7 @@ def main() -> int:
         print(f"threadloom: {exc}", file=sys.stderr)
         return 2
     stdin_done = threading.Event()
-
-    def pump() -> None:
-        _copy_stdin(sock)
-        stdin_done.set()
-
-    threading.Thread(target=pump, daemon=True, name="stdin-to-daemon").start()
+    threading.Thread(target=_copy_stdin, args=(sock, stdin_done), daemon=True, name="stdin-to-daemon").start()
     try:
         if pending:
             _write_all(1, pending)
