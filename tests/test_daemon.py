@@ -15,7 +15,18 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.helpers import PY, cli, count_rows, daemon_pid, env_for, processes_using, serve_params, structured, wait_for
+from tests.helpers import (
+    PY,
+    RawSession,
+    cli,
+    count_rows,
+    daemon_pid,
+    env_for,
+    processes_using,
+    serve_params,
+    structured,
+    wait_for,
+)
 from threadloom.daemon import control
 
 pytestmark = pytest.mark.anyio
@@ -208,3 +219,12 @@ async def test_the_daemon_does_not_inherit_the_first_session_settings(home: Path
     second = await status_of(home)
     assert second["session"]["project"] != str(tmp_path)
     assert second["session"]["id"] != "first"
+
+
+def test_bridges_exit_cleanly_when_their_client_closes_stdin(home: Path) -> None:
+    codes = []
+    for _ in range(25):
+        raw = RawSession(home)
+        raw.initialize()
+        codes.append(raw.close())
+    assert codes == [0] * 25
