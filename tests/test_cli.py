@@ -10,6 +10,7 @@ from mcp import Client
 
 from tests.helpers import cli, count_rows, serve_params
 from threadloom import __version__
+from threadloom.store.migrations import MIGRATIONS
 from threadloom.store.sqlite import open_store
 
 pytestmark = pytest.mark.anyio
@@ -45,7 +46,7 @@ def test_doctor_is_healthy_on_a_fresh_home_and_on_a_used_store(home: Path) -> No
     add_events(home, 3)
     used = cli(home, "doctor")
     assert used.returncode == 0, used.stdout
-    assert "1/1 applied" in used.stdout
+    assert f"{len(MIGRATIONS)}/{len(MIGRATIONS)} applied" in used.stdout
 
 
 def test_doctor_fails_on_a_corrupt_store(home: Path) -> None:

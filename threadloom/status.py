@@ -11,7 +11,7 @@ from typing import Any
 from threadloom import __version__
 from threadloom.store.base import Reader, Store
 
-COUNTED_TABLES = ("sessions", "events")
+COUNTED_TABLES = ("sessions", "events", "documents")
 
 
 def versions(store: Store) -> dict[str, str]:

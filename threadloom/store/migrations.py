@@ -52,7 +52,55 @@ M001_INITIAL = Migration(
     """,
 )
 
-MIGRATIONS: Sequence[Migration] = (M001_INITIAL,)
+M002_DOCUMENTS = Migration(
+    "m002_documents",
+    """
+    CREATE TABLE documents (
+        id INTEGER PRIMARY KEY,
+        kind TEXT NOT NULL,
+        ref TEXT NOT NULL,
+        project TEXT,
+        thread TEXT,
+        source TEXT,
+        status TEXT NOT NULL DEFAULT 'active',
+        title TEXT NOT NULL DEFAULT '',
+        body TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        occurred_at INTEGER,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL,
+        UNIQUE (kind, ref)
+    );
+    CREATE INDEX documents_project_time ON documents (project, kind, occurred_at);
+    CREATE INDEX documents_time ON documents (occurred_at);
+
+    CREATE VIRTUAL TABLE documents_fts USING fts5(
+        title, body, content='documents', content_rowid='id',
+        tokenize='porter unicode61 remove_diacritics 2'
+    );
+    CREATE TRIGGER documents_fts_insert AFTER INSERT ON documents BEGIN
+        INSERT INTO documents_fts (rowid, title, body) VALUES (new.id, new.title, new.body);
+    END;
+    CREATE TRIGGER documents_fts_delete AFTER DELETE ON documents BEGIN
+        INSERT INTO documents_fts (documents_fts, rowid, title, body) VALUES ('delete', old.id, old.title, old.body);
+    END;
+    CREATE TRIGGER documents_fts_update AFTER UPDATE OF title, body ON documents BEGIN
+        INSERT INTO documents_fts (documents_fts, rowid, title, body) VALUES ('delete', old.id, old.title, old.body);
+        INSERT INTO documents_fts (rowid, title, body) VALUES (new.id, new.title, new.body);
+    END;
+
+    CREATE TABLE document_vectors (
+        doc_id INTEGER NOT NULL REFERENCES documents (id) ON DELETE CASCADE,
+        fingerprint TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        vector BLOB NOT NULL,
+        PRIMARY KEY (doc_id, fingerprint)
+    ) WITHOUT ROWID;
+    CREATE INDEX document_vectors_fingerprint ON document_vectors (fingerprint, doc_id);
+    """,
+)
+
+MIGRATIONS: Sequence[Migration] = (M001_INITIAL, M002_DOCUMENTS)
 
 BOOTSTRAP_SQL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

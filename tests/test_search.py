@@ -1,0 +1,204 @@
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from tests.fakes import HashingEmbedder
+from threadloom.errors import InvalidInput
+from threadloom.search.engine import SearchEngine, SearchTuning
+from threadloom.search.model import Document, Filters
+from threadloom.store.sqlite import SqliteStore, open_store
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = open_store(tmp_path / "t.db")
+    yield s
+    s.close()
+
+
+def add(engine: SearchEngine, store: SqliteStore, *docs: Document) -> list[int]:
+    return store.write(lambda w: [engine.index(w, d) for d in docs])
+
+
+def ms(y: int, m: int, d: int) -> int:
+    return int(datetime(y, m, d, tzinfo=UTC).timestamp() * 1000)
+
+
+def test_full_text_finds_stemmed_words(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    add(engine, store, Document("note", "1", "We decided to migrate the database"), Document("note", "2", "lunch"))
+    result = engine.search("migrating databases")
+    assert [h.ref for h in result.hits] == ["1"]
+    assert result.signals == ("lexical",)
+
+
+def test_filters_apply_before_ranking(store: SqliteStore) -> None:
+    engine = SearchEngine(store, tuning=SearchTuning(candidates=20))
+    strong = [Document("note", f"a{i}", "deploy deploy deploy the service", project="A") for i in range(150)]
+    add(engine, store, *strong, Document("note", "b", "a long story that mentions deploy once", project="B"))
+    result = engine.search("deploy", Filters(project="B"))
+    assert [h.ref for h in result.hits] == ["b"]
+
+
+def test_kind_status_thread_source_and_time_filters(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    add(
+        engine,
+        store,
+        Document("note", "1", "cache layer", thread="t1", source="alice", occurred_at=ms(2024, 1, 5)),
+        Document("memory", "2", "cache layer", thread="t2", source="bob", status="dormant", occurred_at=ms(2024, 3, 5)),
+        Document("quote", "3", "cache layer", thread="t1", source="bob", occurred_at=ms(2024, 6, 5)),
+    )
+
+    def refs(f: Filters) -> set[str]:
+        return {h.ref for h in engine.search("cache", f).hits}
+
+    assert refs(Filters(kinds=("note", "quote"))) == {"1", "3"}
+    assert refs(Filters(thread="t1")) == {"1", "3"}
+    assert refs(Filters(sources=("bob",))) == {"2", "3"}
+    assert refs(Filters(statuses=("dormant",))) == {"2"}
+    assert refs(Filters(since=ms(2024, 2, 1), until=ms(2024, 4, 1))) == {"2"}
+
+
+@pytest.mark.parametrize(
+    "query",
+    ['"unbalanced', "NEAR(cache layer)", "cach*", "-cache", "^cache", "cache AND OR NOT", "col:cache", "{a b}", "'"],
+)
+def test_fts_syntax_in_a_query_is_just_text(store: SqliteStore, query: str) -> None:
+    engine = SearchEngine(store)
+    add(engine, store, Document("note", "1", "the cache layer and its near misses"))
+    result = engine.search(query)
+    assert isinstance(result.hits, list)
+
+
+def test_a_huge_query_is_cut_quickly_with_a_caveat(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    add(engine, store, Document("note", "1", "alpha beta"))
+    started = time.perf_counter()
+    result = engine.search("alpha " + "x" * 1_000_000)
+    elapsed = time.perf_counter() - started
+    assert [h.ref for h in result.hits] == ["1"]
+    assert any("cut" in c for c in result.caveats)
+    assert elapsed < 30  # a bound against runaway work, not a speed target
+
+
+def test_an_empty_query_lists_by_recency(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    add(engine, store, *(Document("note", str(i), f"item {i}", occurred_at=ms(2024, 1, i + 1)) for i in range(5)))
+    result = engine.search("  ", limit=3)
+    assert [h.ref for h in result.hits] == ["4", "3", "2"]
+    assert result.signals == ("recent",)
+    assert result.caveats
+
+
+def test_nothing_found_says_where_else_to_look(store: SqliteStore) -> None:
+    result = SearchEngine(store).search("nonexistent words")
+    assert result.hits == []
+    assert "nothing matched" in result.caveats[0]
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [lambda: Filters(kinds=("bogus",)), lambda: Filters(statuses=("x",)), lambda: Filters(since=5, until=1)],
+)
+def test_unknown_filters_are_clear_errors(bad: object) -> None:
+    with pytest.raises(InvalidInput):
+        bad()  # type: ignore[operator]
+
+
+def test_bad_documents_and_limits_are_refused(store: SqliteStore) -> None:
+    with pytest.raises(InvalidInput):
+        Document("note", "1", "   ")
+    with pytest.raises(InvalidInput):
+        Document("note", "1", "x" * 100_001)
+    with pytest.raises(InvalidInput):
+        SearchEngine(store).search("x", limit=0)
+
+
+def test_a_date_in_the_question_boosts_what_happened_then(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    add(
+        engine,
+        store,
+        Document("note", "march", "went hiking in the hills", occurred_at=ms(2023, 3, 10)),
+        Document("note", "may", "went hiking with the dog", occurred_at=ms(2023, 5, 12)),
+    )
+    top = engine.search("hiking in May 2023").hits[0]
+    assert top.ref == "may"
+    assert top.why.get("temporal") == 1
+    relative = engine.search("what hiking did we do last May?", now=datetime(2024, 1, 10, tzinfo=UTC))
+    assert relative.hits[0].ref == "may"
+
+
+def test_dense_search_finds_what_full_text_misses(store: SqliteStore) -> None:
+    engine = SearchEngine(store, HashingEmbedder())
+    add(engine, store, Document("note", "car", "bought an automobile"), Document("note", "x", "ate soup"))
+    assert engine.embed_pending() == 2
+    result = engine.search("vehicle")
+    assert result.hits[0].ref == "car"
+    assert result.hits[0].why == {"dense": 1}
+    assert "dense" in result.signals
+
+
+def test_a_weak_dense_match_under_the_floor_is_dropped(store: SqliteStore) -> None:
+    engine = SearchEngine(store, HashingEmbedder(), SearchTuning(dense_floor=0.9))
+    add(engine, store, Document("note", "1", "car wash station downtown open late"))
+    engine.embed_pending()
+    assert engine.search("vehicle").hits == []
+
+
+def test_vectors_of_another_fingerprint_are_never_compared(store: SqliteStore) -> None:
+    old = SearchEngine(store, HashingEmbedder(revision="1"))
+    add(old, store, Document("note", "car", "automobile"))
+    old.embed_pending()
+    new = SearchEngine(store, HashingEmbedder(revision="2"))
+    assert new.search("vehicle").hits == []
+    assert new.coverage() == (0, 1)
+    assert new.embed_pending() == 1
+    assert new.search("vehicle").hits[0].ref == "car"
+
+
+def test_a_changed_body_drops_its_stale_vector_and_reembeds(store: SqliteStore) -> None:
+    engine = SearchEngine(store, HashingEmbedder())
+    add(engine, store, Document("note", "1", "automobile"))
+    engine.embed_pending()
+    add(engine, store, Document("note", "1", "soup recipe"))
+    assert engine.coverage() == (0, 1)
+    assert engine.search("vehicle").hits == []
+    assert engine.embed_pending() == 1
+    assert engine.search("soup").hits[0].ref == "1"
+
+
+def test_deleting_a_document_deletes_its_vectors(store: SqliteStore) -> None:
+    engine = SearchEngine(store, HashingEmbedder())
+    add(engine, store, Document("note", "1", "automobile"))
+    engine.embed_pending()
+    assert store.write(lambda w: engine.remove(w, "note", "1"))
+    assert store.read(lambda r: r.scalar("SELECT COUNT(*) FROM document_vectors")) == 0
+    assert (
+        store.read(lambda r: r.scalar("SELECT COUNT(*) FROM documents_fts WHERE documents_fts MATCH 'automobile'")) == 0
+    )
+
+
+def test_embedding_resumes_where_it_stopped(store: SqliteStore) -> None:
+    engine = SearchEngine(store, HashingEmbedder())
+    add(engine, store, *(Document("note", str(i), f"text {i}") for i in range(70)))
+    seen: list[tuple[int, int]] = []
+
+    class Stop(Exception):
+        pass
+
+    def stop_after_first(done: int, total: int) -> None:
+        seen.append((done, total))
+        raise Stop
+
+    with pytest.raises(Stop):
+        engine.embed_pending(stop_after_first)
+    assert engine.coverage() == (32, 70)
+    assert engine.embed_pending() == 38
+    assert engine.coverage() == (70, 70)

@@ -1,0 +1,172 @@
+"""The search engine: full-text always, vectors when an embedder is configured, fused.
+
+Filters go into every retriever's query, so ranking only ever sees documents that pass
+them. Blocking work (the model, the store) happens in the caller's worker thread.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from functools import partial
+
+from threadloom.clock import now_ms
+from threadloom.errors import InvalidInput
+from threadloom.search import temporal
+from threadloom.search.embedder import Embedder
+from threadloom.search.fusion import FusionWeights, fuse
+from threadloom.search.model import MAX_LIMIT, Document, Filters, Hit, SearchResult
+from threadloom.search.query import MAX_QUERY_CHARS, analyse
+from threadloom.store import documents
+from threadloom.store.base import Reader, Store, Writer
+
+EMBED_BATCH = 32
+
+
+@dataclass(frozen=True)
+class SearchTuning:
+    weights: FusionWeights = field(default_factory=FusionWeights)
+    candidates: int = 100  # how deep each retriever looks before fusion
+    dense_floor: float = 0.0  # cosine under which a dense match is noise, calibrated per embedder
+
+
+class SearchEngine:
+    def __init__(self, store: Store, embedder: Embedder | None = None, tuning: SearchTuning | None = None) -> None:
+        self._store = store
+        self.embedder = embedder
+        self.tuning = tuning or SearchTuning()
+
+    # writing: called inside the caller's own transaction, so a document and its source row commit together
+
+    @staticmethod
+    def index(w: Writer, doc: Document) -> int:
+        return documents.upsert(w, doc, now_ms())
+
+    @staticmethod
+    def remove(w: Writer, kind: str, ref: str) -> bool:
+        return documents.remove(w, kind, ref)
+
+    # reading
+
+    def search(
+        self, text: str, filters: Filters | None = None, limit: int = 10, now: datetime | None = None
+    ) -> SearchResult:
+        if not 1 <= limit <= MAX_LIMIT:
+            raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
+        filters = filters or Filters()
+        query = analyse(text)
+        caveats = []
+        if query.truncated:
+            caveats.append(f"the query was cut to its first {MAX_QUERY_CHARS:,} characters or 48 terms")
+        if not query.terms:
+            return self._recent(filters, limit, [*caveats, "no search terms: listing the most recent items"])
+        windows = temporal.windows(query.text, now or datetime.now(UTC))
+        query_vector = self.embedder.embed_query(query.text) if self.embedder is not None else None
+        tuning = self.tuning
+
+        def read(r: Reader) -> SearchResult:
+            ranked: dict[str, Sequence[int]] = {
+                "lexical": [i for i, _ in documents.lexical(r, query.terms, filters, tuning.candidates)]
+            }
+            signals = ["lexical"]
+            if query_vector is not None and self.embedder is not None:
+                ranked["dense"] = self._dense(r, self.embedder.fingerprint, query_vector, filters)
+                signals.append("dense")
+            weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}
+            scores, why = fuse(ranked, weights, tuning.weights.k)
+            if windows and scores:
+                signals.append("temporal")
+                boost = tuning.weights.temporal_boost / (tuning.weights.k + 1)
+                for doc_id, at in documents.times(r, list(scores)).items():
+                    if any(w.start <= at < w.end for w in windows):
+                        scores[doc_id] += boost
+                        why[doc_id]["temporal"] = 1
+            top = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
+            hits = _hits(r, top, scores, why)
+            if not hits:
+                caveats.append("nothing matched; try other words, fewer filters, or a wider time range")
+            return SearchResult(hits=hits, caveats=caveats, signals=tuple(signals))
+
+        return self._store.read(read)
+
+    def _dense(self, r: Reader, fingerprint: str, query_vector: object, filters: Filters) -> list[int]:
+        import numpy as np
+
+        rows = documents.vectors(r, fingerprint, filters)
+        if not rows:
+            return []
+        matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), -1)
+        sims = matrix @ np.asarray(query_vector, dtype=np.float32)
+        depth = min(self.tuning.candidates, len(rows))
+        best = np.argpartition(-sims, depth - 1)[:depth]
+        best = best[np.argsort(-sims[best])]
+        return [rows[i][0] for i in best if sims[i] >= self.tuning.dense_floor]
+
+    def _recent(self, filters: Filters, limit: int, caveats: list[str]) -> SearchResult:
+        def read(r: Reader) -> SearchResult:
+            ids = documents.recent(r, filters, limit)
+            scores = {doc_id: 1.0 / rank for rank, doc_id in enumerate(ids, start=1)}
+            return SearchResult(_hits(r, ids, scores, {}), caveats, ("recent",))
+
+        return self._store.read(read)
+
+    # vectors
+
+    def embed_pending(self, on_progress: Callable[[int, int], None] | None = None) -> int:
+        """Give every document without a current vector one; resumable, one transaction per batch."""
+        embedder = self.embedder
+        if embedder is None:
+            return 0
+        fp = embedder.fingerprint
+        done, total = self._store.read(lambda r: documents.vector_coverage(r, fp))
+        embedded, after = 0, 0
+        while True:
+            batch = self._store.read(partial(documents.unembedded, fingerprint=fp, limit=EMBED_BATCH, after_id=after))
+            if not batch:
+                return embedded
+            vectors = embedder.embed_documents([_embed_text(row["title"], row["body"]) for row in batch])
+
+            def write(w: Writer, rows: list[dict[str, object]] = batch, vecs: object = vectors) -> None:
+                for row, vec in zip(rows, vecs, strict=True):  # type: ignore[call-overload]
+                    current = w.scalar("SELECT content_hash FROM documents WHERE id = :id", {"id": row["id"]})
+                    if current == row["content_hash"]:  # skip a row that changed or vanished meanwhile
+                        documents.put_vector(w, int(str(row["id"])), fp, str(current), vec.astype("float32").tobytes())
+
+            self._store.write(write)
+            embedded += len(batch)
+            after = int(batch[-1]["id"])
+            if on_progress is not None:
+                on_progress(done + embedded, total)
+
+    def coverage(self) -> tuple[int, int] | None:
+        if self.embedder is None:
+            return None
+        fp = self.embedder.fingerprint
+        return self._store.read(lambda r: documents.vector_coverage(r, fp))
+
+
+def _embed_text(title: str, body: str) -> str:
+    return f"{title}\n{body}" if title else body
+
+
+def _hits(r: Reader, ids: Sequence[int], scores: dict[int, float], why: dict[int, dict[str, float]]) -> list[Hit]:
+    rows = documents.fetch(r, ids)
+    return [
+        Hit(
+            doc_id=i,
+            kind=rows[i]["kind"],
+            ref=rows[i]["ref"],
+            score=round(scores[i], 6),
+            body=rows[i]["body"],
+            project=rows[i]["project"],
+            thread=rows[i]["thread"],
+            source=rows[i]["source"],
+            status=rows[i]["status"],
+            occurred_at=rows[i]["occurred_at"],
+            created_at=rows[i]["created_at"],
+            why=why.get(i, {}),
+        )
+        for i in ids
+        if i in rows
+    ]

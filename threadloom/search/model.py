@@ -1,0 +1,84 @@
+"""Value objects of the search engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+from threadloom.errors import InvalidInput
+
+KINDS: Final = ("memory", "note", "thread", "quote", "transcript", "skill")
+STATUSES: Final = ("active", "dormant", "fading", "pruned", "superseded", "done", "idle", "abandoned")
+MAX_BODY_CHARS: Final = 100_000
+MAX_LIMIT: Final = 200
+
+
+@dataclass(frozen=True)
+class Document:
+    """One searchable item. `ref` is its id within its kind (a memory id, a thread slug, ...)."""
+
+    kind: str
+    ref: str
+    body: str
+    project: str | None = None
+    thread: str | None = None
+    source: str | None = None
+    status: str = "active"
+    title: str = ""
+    occurred_at: int | None = None  # when the content happened (epoch ms), apart from when it was stored
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise InvalidInput(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
+        if not self.ref or len(self.ref) > 200:
+            raise InvalidInput("a document ref is 1-200 characters")
+        if not self.body.strip():
+            raise InvalidInput("a document needs a non-empty body")
+        if len(self.body) > MAX_BODY_CHARS:
+            raise InvalidInput(f"a document body is at most {MAX_BODY_CHARS:,} characters (got {len(self.body):,})")
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Conditions applied inside the query, before anything is ranked."""
+
+    project: str | None = None
+    kinds: tuple[str, ...] = ()
+    thread: str | None = None
+    sources: tuple[str, ...] = ()
+    statuses: tuple[str, ...] = ()
+    since: int | None = None  # occurred_at (or created_at when unknown) >= since, epoch ms
+    until: int | None = None  # ... < until
+
+    def __post_init__(self) -> None:
+        unknown = [k for k in self.kinds if k not in KINDS]
+        if unknown:
+            raise InvalidInput(f"unknown kind filter {unknown[0]!r}; kinds are {', '.join(KINDS)}")
+        unknown = [s for s in self.statuses if s not in STATUSES]
+        if unknown:
+            raise InvalidInput(f"unknown status filter {unknown[0]!r}; statuses are {', '.join(STATUSES)}")
+        if self.since is not None and self.until is not None and self.since >= self.until:
+            raise InvalidInput("the time range is empty: since must be before until")
+
+
+@dataclass(frozen=True)
+class Hit:
+    doc_id: int
+    kind: str
+    ref: str
+    score: float
+    body: str
+    project: str | None
+    thread: str | None
+    source: str | None
+    status: str
+    occurred_at: int | None
+    created_at: int
+    why: dict[str, float] = field(default_factory=dict)  # rank or score per signal, for explanation
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    hits: list[Hit]
+    caveats: list[str]
+    signals: tuple[str, ...]  # which retrievers took part: lexical, dense, temporal, graph

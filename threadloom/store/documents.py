@@ -1,0 +1,190 @@
+"""The document index in SQLite: rows, their FTS5 full-text index and their vectors.
+
+Everything dialect-specific about search lives here (FTS5 match syntax, bm25(),
+upserts); the engine in `threadloom.search` sees only plain rows and scores. Full-text
+entries follow their rows through triggers, and vectors are deleted with their rows
+(ON DELETE CASCADE) and carry the content hash they were computed from, so a vector
+can never outlive or silently mismatch its row.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+from threadloom.search.model import Document, Filters
+from threadloom.store.base import Reader, Row, Writer
+
+_COLUMNS = "d.id, d.kind, d.ref, d.project, d.thread, d.source, d.status, d.body, d.occurred_at, d.created_at"
+
+
+def content_hash(doc: Document) -> str:
+    return hashlib.blake2b(f"{doc.title}\0{doc.body}".encode(), digest_size=16).hexdigest()
+
+
+def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
+    """SQL conditions on alias `d` and their parameters; always a valid expression."""
+    clauses = ["1 = 1"]
+    params: dict[str, Any] = {}
+    if filters.project is not None:
+        clauses.append("d.project = :f_project")
+        params["f_project"] = filters.project
+    if filters.thread is not None:
+        clauses.append("d.thread = :f_thread")
+        params["f_thread"] = filters.thread
+    for name, column, values in (
+        ("kind", "d.kind", filters.kinds),
+        ("source", "d.source", filters.sources),
+        ("status", "d.status", filters.statuses),
+    ):
+        if values:
+            keys = [f"f_{name}{i}" for i in range(len(values))]
+            clauses.append(f"{column} IN ({', '.join(':' + k for k in keys)})")
+            params.update(zip(keys, values, strict=True))
+    if filters.since is not None:
+        clauses.append("COALESCE(d.occurred_at, d.created_at) >= :f_since")
+        params["f_since"] = filters.since
+    if filters.until is not None:
+        clauses.append("COALESCE(d.occurred_at, d.created_at) < :f_until")
+        params["f_until"] = filters.until
+    return " AND ".join(clauses), params
+
+
+def upsert(w: Writer, doc: Document, now: int) -> int:
+    """Insert or update the document of (kind, ref); return its id. A changed body makes its vectors stale."""
+    digest = content_hash(doc)
+    values = {
+        "kind": doc.kind,
+        "ref": doc.ref,
+        "project": doc.project,
+        "thread": doc.thread,
+        "source": doc.source,
+        "status": doc.status,
+        "title": doc.title,
+        "body": doc.body,
+        "hash": digest,
+        "occurred_at": doc.occurred_at,
+        "now": now,
+    }
+    found = w.one("SELECT id, content_hash FROM documents WHERE kind = :kind AND ref = :ref", values)
+    if found is None:
+        return w.insert(
+            "INSERT INTO documents (kind, ref, project, thread, source, status, title, body, content_hash, "
+            "occurred_at, created_at, updated_at) VALUES (:kind, :ref, :project, :thread, :source, :status, "
+            ":title, :body, :hash, :occurred_at, :now, :now)",
+            values,
+        )
+    w.execute(
+        "UPDATE documents SET project = :project, thread = :thread, source = :source, status = :status, "
+        "title = :title, body = :body, content_hash = :hash, occurred_at = :occurred_at, updated_at = :now "
+        "WHERE id = :id",
+        values | {"id": found["id"]},
+    )
+    if found["content_hash"] != digest:
+        w.execute("DELETE FROM document_vectors WHERE doc_id = :id", {"id": found["id"]})
+    return int(found["id"])
+
+
+def set_status(w: Writer, kind: str, ref: str, status: str) -> bool:
+    return (
+        w.execute("UPDATE documents SET status = :s WHERE kind = :k AND ref = :r", {"s": status, "k": kind, "r": ref})
+        > 0
+    )
+
+
+def remove(w: Writer, kind: str, ref: str) -> bool:
+    return w.execute("DELETE FROM documents WHERE kind = :k AND ref = :r", {"k": kind, "r": ref}) > 0
+
+
+def fts_expression(terms: Sequence[str]) -> str:
+    """An FTS5 OR-query of quoted terms: no user text is ever parsed as FTS syntax."""
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+def lexical(r: Reader, terms: Sequence[str], filters: Filters, limit: int) -> list[tuple[int, float]]:
+    """Ids and BM25 scores (higher is better) of matching documents, filtered before ranking."""
+    if not terms:
+        return []
+    where, params = filter_sql(filters)
+    rows = r.rows(
+        "SELECT d.id AS id, -bm25(documents_fts) AS score FROM documents_fts "
+        "JOIN documents d ON d.id = documents_fts.rowid "
+        f"WHERE documents_fts MATCH :match AND {where} ORDER BY bm25(documents_fts) LIMIT :limit",
+        params | {"match": fts_expression(terms), "limit": limit},
+    )
+    return [(int(row["id"]), float(row["score"])) for row in rows]
+
+
+def recent(r: Reader, filters: Filters, limit: int) -> list[int]:
+    where, params = filter_sql(filters)
+    rows = r.rows(
+        f"SELECT d.id AS id FROM documents d WHERE {where} "
+        "ORDER BY COALESCE(d.occurred_at, d.created_at) DESC, d.id DESC LIMIT :limit",
+        params | {"limit": limit},
+    )
+    return [int(row["id"]) for row in rows]
+
+
+def fetch(r: Reader, ids: Sequence[int]) -> dict[int, Row]:
+    if not ids:
+        return {}
+    keys = {f"i{n}": i for n, i in enumerate(ids)}
+    rows = r.rows(f"SELECT {_COLUMNS} FROM documents d WHERE d.id IN ({', '.join(':' + k for k in keys)})", keys)
+    return {int(row["id"]): row for row in rows}
+
+
+def times(r: Reader, ids: Sequence[int]) -> dict[int, int]:
+    """When each document's content happened (falling back to when it was stored)."""
+    return {i: int(row["occurred_at"] or row["created_at"]) for i, row in fetch(r, ids).items()}
+
+
+def count(r: Reader, filters: Filters) -> int:
+    where, params = filter_sql(filters)
+    return int(r.scalar(f"SELECT COUNT(*) FROM documents d WHERE {where}", params))
+
+
+# vectors
+
+
+def put_vector(w: Writer, doc_id: int, fingerprint: str, digest: str, vector: bytes) -> None:
+    w.execute(
+        "INSERT INTO document_vectors (doc_id, fingerprint, content_hash, vector) VALUES (:id, :fp, :h, :v) "
+        "ON CONFLICT (doc_id, fingerprint) DO UPDATE SET content_hash = excluded.content_hash, "
+        "vector = excluded.vector",
+        {"id": doc_id, "fp": fingerprint, "h": digest, "v": vector},
+    )
+
+
+def vectors(r: Reader, fingerprint: str, filters: Filters) -> list[tuple[int, bytes]]:
+    """Current vectors of one fingerprint for the documents that pass the filters."""
+    where, params = filter_sql(filters)
+    rows = r.rows(
+        "SELECT v.doc_id AS id, v.vector AS vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
+        f"WHERE v.fingerprint = :fp AND v.content_hash = d.content_hash AND {where}",
+        params | {"fp": fingerprint},
+    )
+    return [(int(row["id"]), bytes(row["vector"])) for row in rows]
+
+
+def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0) -> list[Row]:
+    """Documents without a current vector of this fingerprint, in id order (resumable)."""
+    return r.rows(
+        "SELECT d.id AS id, d.title AS title, d.body AS body, d.content_hash AS content_hash FROM documents d "
+        "LEFT JOIN document_vectors v ON v.doc_id = d.id AND v.fingerprint = :fp "
+        "WHERE d.id > :after AND (v.doc_id IS NULL OR v.content_hash != d.content_hash) ORDER BY d.id LIMIT :limit",
+        {"fp": fingerprint, "after": after_id, "limit": limit},
+    )
+
+
+def vector_coverage(r: Reader, fingerprint: str) -> tuple[int, int]:
+    """(documents with a current vector of this fingerprint, all documents)."""
+    total = int(r.scalar("SELECT COUNT(*) FROM documents"))
+    done = int(
+        r.scalar(
+            "SELECT COUNT(*) FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
+            "WHERE v.fingerprint = :fp AND v.content_hash = d.content_hash",
+            {"fp": fingerprint},
+        )
+    )
+    return done, total
