@@ -1,0 +1,182 @@
+"""LoCoMo retrieval benchmark: evidence recall of threadloom's search engine against baselines.
+
+One memory per turn ("speaker: text", a shared image as its caption, the session's date as
+when it happened); each conversation ingested from empty into its own store; every question
+of categories 1-4 asked. Reports evidence recall@5/10/20 and hit@10 per category and over
+1-4, for the dev split (26 30 41 42 43; the only one to tune on) and the test split (44 47 48
+49 50), with ingest time and recall latency. BM25-only and dense-only baselines run in the
+same invocation, over the same stores.
+
+    python bench/locomo.py [--embedder none|local] [--data ../shared/data/locomo10]
+
+The data set is CC BY-NC 4.0, used for evaluation only and never shipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from threadloom.search.embedder import Embedder
+from threadloom.search.engine import SearchEngine, SearchTuning
+from threadloom.search.fusion import FusionWeights
+from threadloom.search.model import Document
+from threadloom.store.sqlite import open_store
+
+DEV = ("26", "30", "41", "42", "43")
+TEST = ("44", "47", "48", "49", "50")
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+KS = (5, 10, 20)
+
+
+@dataclass
+class Tally:
+    recall: dict[int, list[float]]
+    hit10: list[float]
+    latencies: list[float]
+
+
+def parse_when(text: str) -> datetime:
+    return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
+
+
+def turns(conv: dict[str, object]) -> list[Document]:
+    docs = []
+    n = 1
+    while f"session_{n}_date_time" in conv:
+        when = parse_when(str(conv[f"session_{n}_date_time"]))
+        for turn in conv.get(f"session_{n}", []) or []:  # type: ignore[union-attr]
+            body = f"{turn['speaker']}: {turn['text']}"
+            if turn.get("blip_caption"):
+                body += f" [shares {turn['blip_caption']}]"
+            docs.append(
+                Document(
+                    kind="memory",
+                    ref=turn["dia_id"],
+                    body=body,
+                    source=turn["speaker"],
+                    occurred_at=int(when.timestamp() * 1000),
+                )
+            )
+        n += 1
+    return docs
+
+
+def last_session_time(conv: dict[str, object]) -> datetime:
+    n = 1
+    last = None
+    while f"session_{n}_date_time" in conv:
+        if conv.get(f"session_{n}"):
+            last = parse_when(str(conv[f"session_{n}_date_time"]))
+        n += 1
+    assert last is not None
+    return last
+
+
+def make_embedder(name: str) -> Embedder | None:
+    if name == "none":
+        return None
+    from threadloom.search.embedders import local_embedder
+
+    return local_embedder()
+
+
+def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:
+    plain = FusionWeights(temporal_boost=0.0)
+    configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0))}
+    if dense:
+        configs["dense"] = SearchTuning(weights=replace(plain, lexical=0.0), dense_floor=tuned.dense_floor)
+    configs["threadloom"] = tuned
+    return configs
+
+
+def run(data: Path, embedder_name: str) -> dict[str, dict[str, Tally]]:
+    embedder = make_embedder(embedder_name)
+    results: dict[str, dict[str, Tally]] = defaultdict(dict)
+    ingest_s = embed_s = 0.0
+    n_turns = 0
+    for conv_id in DEV + TEST:
+        split = "dev" if conv_id in DEV else "test"
+        conv = json.loads((data / f"{conv_id}.json").read_text())
+        with tempfile.TemporaryDirectory(prefix="tlloc") as tmp:
+            store = open_store(Path(tmp) / "locomo.db")
+            engine = SearchEngine(store, embedder)
+            docs = turns(conv)
+            started = time.perf_counter()
+            store.write(lambda w, docs=docs, engine=engine: [engine.index(w, d) for d in docs])
+            ingest_s += time.perf_counter() - started
+            started = time.perf_counter()
+            engine.embed_pending()
+            embed_s += time.perf_counter() - started
+            n_turns += len(docs)
+            now = last_session_time(conv)
+            for name, tuning in configurations(engine.tuning, embedder is not None).items():
+                tally = results[split].setdefault(name, Tally(defaultdict(list), [], []))
+                engine.tuning = tuning
+                for qa in conv["qa"]:
+                    category = int(qa["category"])
+                    if category not in CATEGORIES:
+                        continue
+                    evidence = {e.strip() for e in qa["evidence"]}
+                    if not evidence:
+                        continue
+                    started = time.perf_counter()
+                    hits = engine.search(str(qa["question"]), limit=max(KS), now=now).hits
+                    tally.latencies.append(time.perf_counter() - started)
+                    refs = [h.ref for h in hits]
+                    for k in KS:
+                        found = len(evidence & set(refs[:k])) / len(evidence)
+                        tally.recall[k * 10 + category].append(found)
+                    tally.hit10.append(float(bool(evidence & set(refs[:10]))))
+            store.close()
+    print(
+        f"ingest: {n_turns} turns, {ingest_s / n_turns * 1000:.3f} ms/turn to index, "
+        f"{embed_s / n_turns * 1000:.3f} ms/turn to embed ({embedder.fingerprint if embedder else 'no embedder'})"
+    )
+    return results
+
+
+def report(results: dict[str, dict[str, Tally]]) -> None:
+    for split in ("dev", "test"):
+        print(f"\n== {split} split")
+        header = "config       " + "".join(f"{'R@10 ' + CATEGORIES[c]:>22}" for c in CATEGORIES)
+        print(header + "   R@5 1-4  R@10 1-4  R@20 1-4  hit@10   p50 ms   p95 ms")
+        for name, tally in results[split].items():
+            cells = []
+            for c in CATEGORIES:
+                values = tally.recall[100 + c]
+                cells.append(f"{100 * statistics.fmean(values):22.1f}" if values else f"{'-':>22}")
+            overall = []
+            for k in KS:
+                values = [v for c in CATEGORIES for v in tally.recall[k * 10 + c]]
+                overall.append(100 * statistics.fmean(values))
+            lat = sorted(tally.latencies)
+            p50 = statistics.median(lat) * 1000
+            p95 = lat[int(0.95 * (len(lat) - 1))] * 1000
+            print(
+                f"{name:13}" + "".join(cells) + f"{overall[0]:10.1f}{overall[1]:10.1f}{overall[2]:10.1f}"
+                f"{100 * statistics.fmean(tally.hit10):8.1f}{p50:9.2f}{p95:9.2f}"
+            )
+    print("\nrecall = evidence recall (share of a question's evidence turns retrieved), averaged per question")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo10")
+    parser.add_argument("--embedder", choices=["none", "local"], default="none")
+    args = parser.parse_args()
+    if not args.data.is_dir():
+        sys.exit(f"no LoCoMo data at {args.data}")
+    report(run(args.data, args.embedder))
+
+
+if __name__ == "__main__":
+    main()
