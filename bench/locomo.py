@@ -86,7 +86,7 @@ def make_embedder(name: str) -> Embedder | None:
         return None
     from threadloom.search.embedders import local_embedder
 
-    return local_embedder()
+    return local_embedder(threads=1)
 
 
 def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:

@@ -10,6 +10,7 @@ import os
 import sys
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Literal
 
 from pydantic import Field, SecretStr, ValidationError
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -38,6 +39,13 @@ class Settings(BaseSettings):
     write_attempts: int = Field(5, ge=1, description="Attempts of one write transaction when the store is busy.")
     http_token: SecretStr | None = Field(None, description="Bearer token required by `serve --http` when set.")
     http_allowed_origins: str = Field("", description="Extra comma-separated Origin values accepted by `serve --http`.")
+    embedder: Literal["auto", "local", "openai", "none"] = Field(
+        "auto", description="Vector embedder: the bundled local model when installed (auto), local, openai or none."
+    )
+    embedder_threads: int = Field(1, ge=1, le=64, description="Compute threads of the local embedder.")
+    embedder_url: str = Field("", description="Base URL of an OpenAI-compatible embeddings API (embedder=openai).")
+    embedder_model: str = Field("", description="Model name for the OpenAI-compatible embeddings API.")
+    embedder_api_key: SecretStr | None = Field(None, description="API key for the embeddings API, if it needs one.")
 
     @property
     def layout(self) -> HomeLayout:
