@@ -21,6 +21,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -81,12 +82,69 @@ def last_session_time(conv: dict[str, object]) -> datetime:
     return last
 
 
-def make_embedder(name: str) -> Embedder | None:
+class CachedEmbedder:
+    """Remembers vectors by text across runs (tuning reruns the same texts); misses go to the real model."""
+
+    def __init__(self, inner: Embedder, folder: Path) -> None:
+        import numpy as np
+
+        self._np = np
+        self.inner = inner
+        folder.mkdir(parents=True, exist_ok=True)
+        safe = "".join(c if c.isalnum() else "_" for c in inner.fingerprint)
+        self._path = folder / f"{safe}.npz"
+        self._cache: dict[str, object] = dict(np.load(self._path)) if self._path.exists() else {}
+        self.hits = self.misses = 0
+        self.model_seconds = 0.0
+
+    @property
+    def fingerprint(self) -> str:
+        return self.inner.fingerprint
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def _key(self, kind: str, text: str) -> str:
+        import hashlib
+
+        return kind + hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+
+    def embed_documents(self, texts: Sequence[str]) -> object:
+        keys = [self._key("p", t) for t in texts]
+        missing = [i for i, k in enumerate(keys) if k not in self._cache]
+        if missing:
+            started = time.perf_counter()
+            fresh = self.inner.embed_documents([texts[i] for i in missing])
+            self.model_seconds += time.perf_counter() - started
+            for i, vec in zip(missing, fresh, strict=True):
+                self._cache[keys[i]] = vec
+        self.hits += len(keys) - len(missing)
+        self.misses += len(missing)
+        return self._np.stack([self._cache[k] for k in keys])
+
+    def embed_query(self, text: str) -> object:
+        key = self._key("q", text)
+        if key not in self._cache:
+            started = time.perf_counter()
+            self._cache[key] = self.inner.embed_query(text)
+            self.model_seconds += time.perf_counter() - started
+            self.misses += 1
+        else:
+            self.hits += 1
+        return self._cache[key]
+
+    def save(self) -> None:
+        self._np.savez(self._path, **self._cache)  # type: ignore[arg-type]
+
+
+def make_embedder(name: str, cache: Path | None) -> Embedder | None:
     if name == "none":
         return None
     from threadloom.search.embedders import local_embedder
 
-    return local_embedder(threads=1)
+    inner = local_embedder(threads=1)
+    return CachedEmbedder(inner, cache) if cache else inner
 
 
 def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:
@@ -98,8 +156,8 @@ def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:
     return configs
 
 
-def run(data: Path, embedder_name: str) -> dict[str, dict[str, Tally]]:
-    embedder = make_embedder(embedder_name)
+def run(data: Path, embedder_name: str, cache: Path | None) -> dict[str, dict[str, Tally]]:
+    embedder = make_embedder(embedder_name, cache)
     results: dict[str, dict[str, Tally]] = defaultdict(dict)
     ingest_s = embed_s = 0.0
     n_turns = 0
@@ -172,10 +230,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo10")
     parser.add_argument("--embedder", choices=["none", "local"], default="none")
+    parser.add_argument("--cache", type=Path, default=None, help="reuse vectors across runs from this folder")
     args = parser.parse_args()
     if not args.data.is_dir():
         sys.exit(f"no LoCoMo data at {args.data}")
-    report(run(args.data, args.embedder))
+    report(run(args.data, args.embedder, args.cache))
 
 
 if __name__ == "__main__":

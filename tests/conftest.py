@@ -16,6 +16,7 @@ def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     for key in [k for k in os.environ if k.startswith("THREADLOOM_")]:
         monkeypatch.delenv(key)
     monkeypatch.setenv("THREADLOOM_HOME", str(path))
+    monkeypatch.setenv("THREADLOOM_EMBEDDER", "none")
     yield path
     stop_everything(path)
 

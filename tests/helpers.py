@@ -33,6 +33,7 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLOOM_")}
     env["THREADLOOM_HOME"] = str(home)
     env["COLUMNS"] = "200"  # rich wraps tables at 80 columns when not on a terminal
+    env["THREADLOOM_EMBEDDER"] = "none"  # tests that want the model ask for it; the rest stay light
     env.update(extra)
     return env
 

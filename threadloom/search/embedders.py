@@ -11,7 +11,7 @@ import logging
 import threading
 import urllib.error
 import urllib.request
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
@@ -109,18 +109,28 @@ def local_embedder(threads: int = 1) -> Embedder:
 class LazyEmbedder:
     """Loads an embedder in the background, so that no session waits for a model."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, on_ready: Callable[[Embedder], None] | None = None) -> None:
         self._settings = settings
+        self._on_ready = on_ready
         self._ready = threading.Event()
         self._embedder: Embedder | None = None
+        self._start_lock = threading.Lock()
+        self.started = False
         self.error: str | None = None
 
     def start(self) -> None:
+        """Start loading in a background thread; later calls do nothing."""
+        with self._start_lock:
+            if self.started:
+                return
+            self.started = True
         threading.Thread(target=self._load, name="embedder-load", daemon=True).start()
 
     def _load(self) -> None:
         try:
             self._embedder = configured_embedder(self._settings)
+            if self._embedder is not None and self._on_ready is not None:
+                self._on_ready(self._embedder)
         except Exception as exc:  # noqa: BLE001 - a broken model must leave full-text search working
             self.error = f"{type(exc).__name__}: {exc}"
             log.error("embedder failed to load; searching full-text only: %s", self.error)

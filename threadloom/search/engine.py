@@ -37,6 +37,10 @@ class SearchEngine:
         self.embedder = embedder
         self.tuning = tuning or SearchTuning()
 
+    def attach_embedder(self, embedder: Embedder) -> None:
+        """Start using a model that finished loading in the background."""
+        self.embedder = embedder
+
     # writing: called inside the caller's own transaction, so a document and its source row commit together
 
     @staticmethod

@@ -71,6 +71,7 @@ class ConnectionState:
             await self.runtime.call(self.runtime.sessions.open, info)
             self.session, self.roots_stale, self._last_touch = info, False, time.monotonic()
             self.runtime.live[info.id] = info
+            self.runtime.start_embedder()  # after the handshake, never in a session's way
             return info
 
     async def _client_roots(self, ctx: ServerRequestContext[Any, Any]) -> list[str]:

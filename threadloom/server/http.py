@@ -157,7 +157,10 @@ def serve_http(settings: Settings, bind: str) -> int:
 
     @asynccontextmanager
     async def lifespan(srv: Any) -> AsyncIterator[HttpConnections]:
-        yield HttpConnections(runtime, lambda env: toolset_for(server, env))
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(runtime.keep_vectors_current)
+            yield HttpConnections(runtime, lambda env: toolset_for(server, env))
+            tg.cancel_scope.cancel()
 
     server = build_server(runtime, lifespan=lifespan)
     import uvicorn

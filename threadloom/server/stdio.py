@@ -18,7 +18,14 @@ def serve_in_process(settings: Settings) -> int:
     try:
         server = build_server(runtime)
         state = local_connection(runtime, toolset_for(server, forwarded_env(os.environ)))
-        anyio.run(serve_stdio, server, state)
+
+        async def serve() -> None:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(runtime.keep_vectors_current)
+                await serve_stdio(server, state)
+                tg.cancel_scope.cancel()
+
+        anyio.run(serve)
     finally:
         runtime.close()
     return 0

@@ -26,7 +26,8 @@ async def status(
     """Show threadloom's health: the store, this session and the running server.
 
     Returns {store: {path, schema_version, counts, open_sessions}, session: {id, vendor,
-    project, transport, client}, server: {mode, pid, uptime_s, connections}, versions,
+    project, transport, client}, server: {mode, pid, uptime_s, connections},
+    search: {embedder: {setting, state, fingerprint}, vectors: [current, documents] or null}, versions,
     events: [{at, kind, session_id, vendor, origin, detail}] (only when recent_events > 0)}.
     """
     conn = connection_of(ctx.request_context)
@@ -54,6 +55,7 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
             "uptime_s": round(runtime.uptime_s, 1),
             "connections": len(runtime.live),
         },
+        "search": {"embedder": runtime.embedder_state(), "vectors": await runtime.call(runtime.search.coverage)},
         "versions": versions(runtime.store),
     } | ({"events": await runtime.call(runtime.status.recent_events, recent_events)} if recent_events else {})
 
