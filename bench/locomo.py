@@ -148,7 +148,7 @@ def make_embedder(name: str, cache: Path | None) -> Embedder | None:
 
 
 def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:
-    plain = FusionWeights(temporal_boost=0.0)
+    plain = FusionWeights(temporal_boost=0.0, lexical=1.0, dense=1.0)
     configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0))}
     if dense:
         configs["dense"] = SearchTuning(weights=replace(plain, lexical=0.0), dense_floor=tuned.dense_floor)

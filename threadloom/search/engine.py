@@ -70,18 +70,18 @@ class SearchEngine:
         tuning = self.tuning
 
         def read(r: Reader) -> SearchResult:
-            ranked: dict[str, Sequence[int]] = {
-                "lexical": [i for i, _ in documents.lexical(r, query.terms, filters, tuning.candidates)]
+            scored: dict[str, Sequence[tuple[int, float]]] = {
+                "lexical": documents.lexical(r, query.terms, filters, tuning.candidates)
             }
             signals = ["lexical"]
             if query_vector is not None and self.embedder is not None:
-                ranked["dense"] = self._dense(r, self.embedder.fingerprint, query_vector, filters)
+                scored["dense"] = self._dense(r, self.embedder.fingerprint, query_vector, filters)
                 signals.append("dense")
             weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}
-            scores, why = fuse(ranked, weights, tuning.weights.k)
+            scores, why = fuse(scored, weights)
             if windows and scores:
                 signals.append("temporal")
-                boost = tuning.weights.temporal_boost / (tuning.weights.k + 1)
+                boost = tuning.weights.temporal_boost
                 for doc_id, at in documents.times(r, list(scores)).items():
                     if any(w.start <= at < w.end for w in windows):
                         scores[doc_id] += boost
@@ -94,7 +94,7 @@ class SearchEngine:
 
         return self._store.read(read)
 
-    def _dense(self, r: Reader, fingerprint: str, query_vector: object, filters: Filters) -> list[int]:
+    def _dense(self, r: Reader, fingerprint: str, query_vector: object, filters: Filters) -> list[tuple[int, float]]:
         import numpy as np
 
         rows = documents.vectors(r, fingerprint, filters)
@@ -105,7 +105,7 @@ class SearchEngine:
         depth = min(self.tuning.candidates, len(rows))
         best = np.argpartition(-sims, depth - 1)[:depth]
         best = best[np.argsort(-sims[best])]
-        return [rows[i][0] for i in best if sims[i] >= self.tuning.dense_floor]
+        return [(rows[i][0], float(sims[i])) for i in best if sims[i] >= self.tuning.dense_floor]
 
     def _recent(self, filters: Filters, limit: int, caveats: list[str]) -> SearchResult:
         def read(r: Reader) -> SearchResult:
