@@ -156,17 +156,19 @@ def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:
     return configs
 
 
-def run(data: Path, embedder_name: str, cache: Path | None) -> dict[str, dict[str, Tally]]:
+def run(
+    data: Path, embedder_name: str, cache: Path | None, tuned: SearchTuning, splits: tuple[str, ...]
+) -> dict[str, dict[str, Tally]]:
     embedder = make_embedder(embedder_name, cache)
     results: dict[str, dict[str, Tally]] = defaultdict(dict)
     ingest_s = embed_s = 0.0
     n_turns = 0
-    for conv_id in DEV + TEST:
+    for conv_id in (DEV if "dev" in splits else ()) + (TEST if "test" in splits else ()):
         split = "dev" if conv_id in DEV else "test"
         conv = json.loads((data / f"{conv_id}.json").read_text())
         with tempfile.TemporaryDirectory(prefix="tlloc") as tmp:
             store = open_store(Path(tmp) / "locomo.db")
-            engine = SearchEngine(store, embedder)
+            engine = SearchEngine(store, embedder, tuned)
             docs = turns(conv)
             started = time.perf_counter()
             store.write(lambda w, docs=docs, engine=engine: [engine.index(w, d) for d in docs])
@@ -179,6 +181,7 @@ def run(data: Path, embedder_name: str, cache: Path | None) -> dict[str, dict[st
             for name, tuning in configurations(engine.tuning, embedder is not None).items():
                 tally = results[split].setdefault(name, Tally(defaultdict(list), [], []))
                 engine.tuning = tuning
+                engine.embedder = None if name == "bm25" else embedder  # BM25 alone pays no query embedding
                 for qa in conv["qa"]:
                     category = int(qa["category"])
                     if category not in CATEGORIES:
@@ -199,11 +202,17 @@ def run(data: Path, embedder_name: str, cache: Path | None) -> dict[str, dict[st
         f"ingest: {n_turns} turns, {ingest_s / n_turns * 1000:.3f} ms/turn to index, "
         f"{embed_s / n_turns * 1000:.3f} ms/turn to embed ({embedder.fingerprint if embedder else 'no embedder'})"
     )
+    if isinstance(embedder, CachedEmbedder):
+        embedder.save()
+        print(
+            f"embedding cache: {embedder.hits} hits, {embedder.misses} misses, {embedder.model_seconds:.1f} s in "
+            "the model (with cache hits, embed and recall times above leave out the model's share)"
+        )
     return results
 
 
 def report(results: dict[str, dict[str, Tally]]) -> None:
-    for split in ("dev", "test"):
+    for split in results:
         print(f"\n== {split} split")
         header = "config       " + "".join(f"{'R@10 ' + CATEGORIES[c]:>22}" for c in CATEGORIES)
         print(header + "   R@5 1-4  R@10 1-4  R@20 1-4  hit@10   p50 ms   p95 ms")
@@ -231,10 +240,21 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo10")
     parser.add_argument("--embedder", choices=["none", "local"], default="none")
     parser.add_argument("--cache", type=Path, default=None, help="reuse vectors across runs from this folder")
+    parser.add_argument("--split", choices=["dev", "test", "both"], default="both", help="tune on dev only")
+    defaults = SearchTuning()
+    parser.add_argument("--lexical", type=float, default=defaults.weights.lexical)
+    parser.add_argument("--dense", type=float, default=defaults.weights.dense)
+    parser.add_argument("--temporal", type=float, default=defaults.weights.temporal_boost)
+    parser.add_argument("--candidates", type=int, default=defaults.candidates)
+    parser.add_argument("--floor", type=float, default=defaults.dense_floor)
     args = parser.parse_args()
     if not args.data.is_dir():
         sys.exit(f"no LoCoMo data at {args.data}")
-    report(run(args.data, args.embedder, args.cache))
+    weights = FusionWeights(lexical=args.lexical, dense=args.dense, temporal_boost=args.temporal)
+    tuned = SearchTuning(weights=weights, candidates=args.candidates, dense_floor=args.floor)
+    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    print(f"threadloom tuning: {tuned}")
+    report(run(args.data, args.embedder, args.cache, tuned, splits))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ import pytest
 from tests.fakes import HashingEmbedder
 from threadloom.errors import InvalidInput
 from threadloom.search.engine import SearchEngine, SearchTuning
+from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document, Filters
 from threadloom.store.sqlite import SqliteStore, open_store
 
@@ -202,3 +203,29 @@ def test_embedding_resumes_where_it_stopped(store: SqliteStore) -> None:
     assert engine.coverage() == (32, 70)
     assert engine.embed_pending() == 38
     assert engine.coverage() == (70, 70)
+
+
+def test_coded_dense_search_keeps_exact_answers_filters_and_deletions(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from threadloom.search import vector_index
+
+    monkeypatch.setattr(vector_index, "EXACT_LIMIT", 20)
+    engine = SearchEngine(store, HashingEmbedder(dimension=128))
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    docs = [
+        Document("note", f"d{i}", f"{words[i % 10]} {words[(i // 10) % 10]} {words[(i // 100) % 10]}",
+                 project="P" if i % 2 else "Q")
+        for i in range(300)
+    ]  # fmt: skip
+    add(engine, store, *docs)
+    engine.embed_pending()
+    target = docs[123]
+    dense_only = SearchTuning(weights=FusionWeights(lexical=0.0, dense=1.0, temporal_boost=0.0))
+    engine.tuning = dense_only
+    assert engine.search(target.body).hits[0].ref == target.ref
+    in_p = engine.search(target.body, Filters(project="P")).hits
+    assert in_p and all(h.project == "P" for h in in_p)
+    assert in_p[0].ref == target.ref
+    store.write(lambda w: engine.remove(w, "note", target.ref))
+    assert target.ref not in {h.ref for h in engine.search(target.body, limit=50).hits}

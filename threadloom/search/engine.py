@@ -18,6 +18,7 @@ from threadloom.search.embedder import Embedder
 from threadloom.search.fusion import FusionWeights, fuse
 from threadloom.search.model import MAX_LIMIT, Document, Filters, Hit, SearchResult
 from threadloom.search.query import MAX_QUERY_CHARS, analyse
+from threadloom.search.vector_index import DenseIndex
 from threadloom.store import documents
 from threadloom.store.base import Reader, Store, Writer
 
@@ -36,6 +37,7 @@ class SearchEngine:
         self._store = store
         self.embedder = embedder
         self.tuning = tuning or SearchTuning()
+        self._dense_index = DenseIndex()
 
     def attach_embedder(self, embedder: Embedder) -> None:
         """Start using a model that finished loading in the background."""
@@ -95,17 +97,9 @@ class SearchEngine:
         return self._store.read(read)
 
     def _dense(self, r: Reader, fingerprint: str, query_vector: object, filters: Filters) -> list[tuple[int, float]]:
-        import numpy as np
-
-        rows = documents.vectors(r, fingerprint, filters)
-        if not rows:
-            return []
-        matrix = np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), -1)
-        sims = matrix @ np.asarray(query_vector, dtype=np.float32)
-        depth = min(self.tuning.candidates, len(rows))
-        best = np.argpartition(-sims, depth - 1)[:depth]
-        best = best[np.argsort(-sims[best])]
-        return [(rows[i][0], float(sims[i])) for i in best if sims[i] >= self.tuning.dense_floor]
+        return self._dense_index.search(
+            r, fingerprint, query_vector, filters, self.tuning.candidates, self.tuning.dense_floor
+        )
 
     def _recent(self, filters: Filters, limit: int, caveats: list[str]) -> SearchResult:
         def read(r: Reader) -> SearchResult:

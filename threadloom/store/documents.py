@@ -188,3 +188,37 @@ def vector_coverage(r: Reader, fingerprint: str) -> tuple[int, int]:
         )
     )
     return done, total
+
+
+def vector_batch(r: Reader, fingerprint: str, after_id: int, limit: int) -> list[tuple[int, bytes]]:
+    """Current vectors of one fingerprint in doc-id order, for building an in-memory index in batches."""
+    rows = r.rows(
+        "SELECT v.doc_id AS id, v.vector AS vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
+        "WHERE v.fingerprint = :fp AND v.doc_id > :after AND v.content_hash = d.content_hash "
+        "ORDER BY v.doc_id LIMIT :limit",
+        {"fp": fingerprint, "after": after_id, "limit": limit},
+    )
+    return [(int(row["id"]), bytes(row["vector"])) for row in rows]
+
+
+def vectors_of(r: Reader, fingerprint: str, ids: Sequence[int], filters: Filters) -> list[tuple[int, bytes]]:
+    """Current vectors of the given documents that pass the filters (deleted or changed ones drop out)."""
+    where, params = filter_sql(filters)
+    found: list[tuple[int, bytes]] = []
+    for start in range(0, len(ids), 500):
+        chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 500])}
+        rows = r.rows(
+            "SELECT v.doc_id AS id, v.vector AS vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
+            f"WHERE v.fingerprint = :fp AND v.content_hash = d.content_hash AND {where} "
+            f"AND v.doc_id IN ({', '.join(':' + k for k in chunk)})",
+            params | chunk | {"fp": fingerprint},
+        )
+        found.extend((int(row["id"]), bytes(row["vector"])) for row in rows)
+    return found
+
+
+def filtered_ids(r: Reader, filters: Filters, cap: int) -> list[int]:
+    """Ids of the documents that pass the filters, at most `cap` of them."""
+    where, params = filter_sql(filters)
+    rows = r.rows(f"SELECT d.id AS id FROM documents d WHERE {where} LIMIT :cap", params | {"cap": cap})
+    return [int(row["id"]) for row in rows]
