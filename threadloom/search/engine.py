@@ -68,15 +68,17 @@ class SearchEngine:
         if not query.terms:
             return self._recent(filters, limit, [*caveats, "no search terms: listing the most recent items"])
         windows = temporal.windows(query.text, now or datetime.now(UTC))
-        query_vector = self.embedder.embed_query(query.text) if self.embedder is not None else None
+        wants_dense = self.embedder is not None and self.tuning.weights.dense > 0
+        query_vector = self.embedder.embed_query(query.text) if wants_dense and self.embedder else None
         tuning = self.tuning
 
         def read(r: Reader) -> SearchResult:
-            scored: dict[str, Sequence[tuple[int, float]]] = {
-                "lexical": documents.lexical(r, query.terms, filters, tuning.candidates)
-            }
-            signals = ["lexical"]
-            if query_vector is not None and self.embedder is not None:
+            scored: dict[str, Sequence[tuple[int, float]]] = {}
+            signals = []
+            if tuning.weights.lexical > 0:
+                scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates)
+                signals.append("lexical")
+            if query_vector is not None and self.embedder is not None and tuning.weights.dense > 0:
                 scored["dense"] = self._dense(r, self.embedder.fingerprint, query_vector, filters)
                 signals.append("dense")
             weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}

@@ -107,13 +107,13 @@ def lexical(r: Reader, terms: Sequence[str], filters: Filters, limit: int) -> li
     if not terms:
         return []
     where, params = filter_sql(filters)
-    rows = r.rows(
-        "SELECT d.id AS id, -bm25(documents_fts) AS score FROM documents_fts "
+    rows = r.tuples(
+        "SELECT d.id, -bm25(documents_fts) FROM documents_fts "
         "JOIN documents d ON d.id = documents_fts.rowid "
         f"WHERE documents_fts MATCH :match AND {where} ORDER BY bm25(documents_fts) LIMIT :limit",
         params | {"match": fts_expression(terms), "limit": limit},
     )
-    return [(int(row["id"]), float(row["score"])) for row in rows]
+    return [(int(i), float(score)) for i, score in rows]
 
 
 def recent(r: Reader, filters: Filters, limit: int) -> list[int]:
@@ -159,12 +159,12 @@ def put_vector(w: Writer, doc_id: int, fingerprint: str, digest: str, vector: by
 def vectors(r: Reader, fingerprint: str, filters: Filters) -> list[tuple[int, bytes]]:
     """Current vectors of one fingerprint for the documents that pass the filters."""
     where, params = filter_sql(filters)
-    rows = r.rows(
-        "SELECT v.doc_id AS id, v.vector AS vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
+    rows = r.tuples(
+        "SELECT v.doc_id, v.vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
         f"WHERE v.fingerprint = :fp AND v.content_hash = d.content_hash AND {where}",
         params | {"fp": fingerprint},
     )
-    return [(int(row["id"]), bytes(row["vector"])) for row in rows]
+    return [(int(i), bytes(v)) for i, v in rows]
 
 
 def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0) -> list[Row]:
@@ -192,13 +192,13 @@ def vector_coverage(r: Reader, fingerprint: str) -> tuple[int, int]:
 
 def vector_batch(r: Reader, fingerprint: str, after_id: int, limit: int) -> list[tuple[int, bytes]]:
     """Current vectors of one fingerprint in doc-id order, for building an in-memory index in batches."""
-    rows = r.rows(
-        "SELECT v.doc_id AS id, v.vector AS vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
+    rows = r.tuples(
+        "SELECT v.doc_id, v.vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
         "WHERE v.fingerprint = :fp AND v.doc_id > :after AND v.content_hash = d.content_hash "
         "ORDER BY v.doc_id LIMIT :limit",
         {"fp": fingerprint, "after": after_id, "limit": limit},
     )
-    return [(int(row["id"]), bytes(row["vector"])) for row in rows]
+    return [(int(i), bytes(v)) for i, v in rows]
 
 
 def vectors_of(r: Reader, fingerprint: str, ids: Sequence[int], filters: Filters) -> list[tuple[int, bytes]]:
@@ -207,18 +207,19 @@ def vectors_of(r: Reader, fingerprint: str, ids: Sequence[int], filters: Filters
     found: list[tuple[int, bytes]] = []
     for start in range(0, len(ids), 500):
         chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 500])}
-        rows = r.rows(
-            "SELECT v.doc_id AS id, v.vector AS vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
-            f"WHERE v.fingerprint = :fp AND v.content_hash = d.content_hash AND {where} "
-            f"AND v.doc_id IN ({', '.join(':' + k for k in chunk)})",
+        # CROSS JOIN keeps SQLite on the id list: one primary-key probe per candidate, never a scan.
+        rows = r.tuples(
+            "SELECT d.id, v.vector FROM documents d CROSS JOIN document_vectors v "
+            f"ON v.doc_id = d.id AND v.fingerprint = :fp AND v.content_hash = d.content_hash "
+            f"WHERE d.id IN ({', '.join(':' + k for k in chunk)}) AND {where}",
             params | chunk | {"fp": fingerprint},
         )
-        found.extend((int(row["id"]), bytes(row["vector"])) for row in rows)
+        found.extend((int(i), bytes(v)) for i, v in rows)
     return found
 
 
 def filtered_ids(r: Reader, filters: Filters, cap: int) -> list[int]:
     """Ids of the documents that pass the filters, at most `cap` of them."""
     where, params = filter_sql(filters)
-    rows = r.rows(f"SELECT d.id AS id FROM documents d WHERE {where} LIMIT :cap", params | {"cap": cap})
-    return [int(row["id"]) for row in rows]
+    rows = r.tuples(f"SELECT d.id FROM documents d WHERE {where} LIMIT :cap", params | {"cap": cap})
+    return [int(i) for (i,) in rows]

@@ -62,6 +62,11 @@ class _Cursor:
     def rows(self, sql: str, params: Params = None) -> list[Row]:
         return list(self._conn.execute(sql, params or {}))
 
+    def tuples(self, sql: str, params: Params = None) -> list[tuple[Any, ...]]:
+        cursor = self._conn.cursor()
+        cursor.row_trace = None  # skip the dict conversion
+        return list(cursor.execute(sql, params or {}))
+
     def one(self, sql: str, params: Params = None) -> Row | None:
         for row in self._conn.execute(sql, params or {}):
             return dict(row)
