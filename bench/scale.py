@@ -1,7 +1,8 @@
 """Scale benchmark: recall latency, memory, build time and disk size at 10k, 100k and 1M documents.
 
 Documents are synthetic but realistically shaped: 8-60 words drawn from a Zipf distribution
-over a 30,000-word vocabulary, 100 projects, times spread over two years. Vectors are
+over a 30,000-word vocabulary, 100 projects, times spread over two years; queries are four
+content words from the same distribution. Vectors are
 clustered unit vectors (1,000 clusters, 384 dimensions), since embedding a million texts
 with the real model is out of reach here; the real model's query-embedding time is
 measured separately. Every dense figure is compared, in the same run, with an exact
@@ -131,7 +132,11 @@ def measure(path: Path, n: int, queries: int, rng: np.random.Generator, centres:
     qvecs = centres[rng.integers(0, len(centres), size=queries)] + rng.normal(0, 0.06, size=(queries, DIM))
     qvecs = (qvecs / np.linalg.norm(qvecs, axis=1, keepdims=True)).astype(np.float32)
     fixed = FixedQueries(qvecs)
-    texts = [" ".join(f"w{int(x) % 300}" for x in rng.integers(0, 300, size=4)) for _ in range(queries)]
+    # Queries mix content words as people type them: four Zipf draws, minus the top 100 ranks, which play the
+    # part of the stopwords that query analysis removes from real questions.
+    draws = rng.zipf(1.2, size=queries * 40)
+    content = [int(d) for d in draws if 100 < d < VOCAB]
+    texts = [" ".join(f"w{w}" for w in content[4 * q : 4 * q + 4]) for q in range(queries)]
     out: dict[str, Any] = {}
     rss_before = rss_mb()
     started = time.perf_counter()
