@@ -71,6 +71,17 @@ def turns(conv: dict[str, object]) -> list[Document]:
     return docs
 
 
+def clean_evidence(raw: list[str], known: set[str]) -> set[str]:
+    """The data's evidence ids, repaired where it has typos ("D8:6; D9:17", "D:11:26"); unknown ids dropped."""
+    ids = set()
+    for item in raw:
+        for part in str(item).replace(",", ";").split(";"):
+            part = part.strip().replace("D:", "D")
+            if part in known:
+                ids.add(part)
+    return ids
+
+
 def last_session_time(conv: dict[str, object]) -> datetime:
     n = 1
     last = None
@@ -178,6 +189,7 @@ def run(
             embed_s += time.perf_counter() - started
             n_turns += len(docs)
             now = last_session_time(conv)
+            known = {d.ref for d in docs}
             for name, tuning in configurations(engine.tuning, embedder is not None).items():
                 tally = results[split].setdefault(name, Tally(defaultdict(list), [], []))
                 engine.tuning = tuning
@@ -186,7 +198,7 @@ def run(
                     category = int(qa["category"])
                     if category not in CATEGORIES:
                         continue
-                    evidence = {e.strip() for e in qa["evidence"]}
+                    evidence = clean_evidence(qa["evidence"], known)
                     if not evidence:
                         continue
                     started = time.perf_counter()
