@@ -116,6 +116,10 @@ class CachedEmbedder:
     def dimension(self) -> int:
         return self.inner.dimension
 
+    @property
+    def dense_floor(self) -> float:
+        return self.inner.dense_floor
+
     def _key(self, kind: str, text: str) -> str:
         import hashlib
 
@@ -258,7 +262,7 @@ def main() -> None:
     parser.add_argument("--dense", type=float, default=defaults.weights.dense)
     parser.add_argument("--temporal", type=float, default=defaults.weights.temporal_boost)
     parser.add_argument("--candidates", type=int, default=defaults.candidates)
-    parser.add_argument("--floor", type=float, default=defaults.dense_floor)
+    parser.add_argument("--floor", type=float, default=defaults.dense_floor, help="default: the model's own")
     args = parser.parse_args()
     if not args.data.is_dir():
         sys.exit(f"no LoCoMo data at {args.data}")

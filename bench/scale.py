@@ -60,6 +60,10 @@ class FixedQueries:
     def dimension(self) -> int:
         return DIM
 
+    @property
+    def dense_floor(self) -> float:
+        return 0.0
+
     def embed_documents(self, texts: Any) -> np.ndarray:
         raise NotImplementedError("the scale bench writes its vectors directly")
 

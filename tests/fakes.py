@@ -31,6 +31,10 @@ class HashingEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    @property
+    def dense_floor(self) -> float:
+        return 0.0
+
     def _one(self, text: str) -> npt.NDArray[np.float32]:
         vec = np.zeros(self._dimension, dtype=np.float32)
         for word in re.findall(r"\w+", text.lower()):

@@ -28,6 +28,11 @@ class Embedder(Protocol):
     @property
     def dimension(self) -> int: ...
 
+    @property
+    def dense_floor(self) -> float:
+        """Cosine under which a match is noise for this model (calibrated per model; 0 keeps everything)."""
+        ...
+
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         """One unit vector per text, shape (len(texts), dimension)."""
         ...

@@ -58,6 +58,10 @@ class OpenAICompatibleEmbedder:
     def dimension(self) -> int:
         return self._dimension
 
+    @property
+    def dense_floor(self) -> float:
+        return 0.0  # an unknown model: no calibration to go by
+
     def _post(self, texts: Sequence[str]) -> list[list[float]]:
         body = json.dumps({"model": self._model, "input": list(texts)}).encode()
         headers = {"Content-Type": "application/json"}

@@ -28,8 +28,8 @@ EMBED_BATCH = 32
 @dataclass(frozen=True)
 class SearchTuning:
     weights: FusionWeights = field(default_factory=FusionWeights)
-    candidates: int = 100  # how deep each retriever looks before fusion
-    dense_floor: float = 0.0  # cosine under which a dense match is noise, calibrated per embedder
+    candidates: int = 300  # how deep each retriever looks before fusion (tuned on the LoCoMo dev split)
+    dense_floor: float | None = None  # cosine under which a dense match is noise; None: the embedder's own
 
 
 class SearchEngine:
@@ -99,9 +99,10 @@ class SearchEngine:
         return self._store.read(read)
 
     def _dense(self, r: Reader, fingerprint: str, query_vector: object, filters: Filters) -> list[tuple[int, float]]:
-        return self._dense_index.search(
-            r, fingerprint, query_vector, filters, self.tuning.candidates, self.tuning.dense_floor
-        )
+        floor = self.tuning.dense_floor
+        if floor is None:
+            floor = self.embedder.dense_floor if self.embedder is not None else 0.0
+        return self._dense_index.search(r, fingerprint, query_vector, filters, self.tuning.candidates, floor)
 
     def _recent(self, filters: Filters, limit: int, caveats: list[str]) -> SearchResult:
         def read(r: Reader) -> SearchResult:

@@ -15,10 +15,10 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class FusionWeights:
-    lexical: float = 0.4
-    dense: float = 0.6
+    lexical: float = 0.5
+    dense: float = 0.5
     graph: float = 0.2
-    temporal_boost: float = 0.1  # added to a document inside a time window the question names
+    temporal_boost: float = 0.3  # added to a document inside a time window the question names
 
 
 def normalise(scored: Sequence[tuple[int, float]]) -> dict[int, float]:
