@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
 EXACT_LIMIT = 4_000  # at or below this many candidate documents, score every float vector
-OVERSAMPLE = 4  # codes keep this many times the wanted candidates for exact re-scoring
+OVERSAMPLE = 2  # codes keep this many times the wanted candidates for exact re-scoring
 MIN_RESCORE = 400
 LOAD_BATCH = 20_000
 
