@@ -229,3 +229,12 @@ def test_coded_dense_search_keeps_exact_answers_filters_and_deletions(
     assert in_p[0].ref == target.ref
     store.write(lambda w: engine.remove(w, "note", target.ref))
     assert target.ref not in {h.ref for h in engine.search(target.body, limit=50).hits}
+
+
+def test_a_periodic_pass_looks_only_at_recent_writes(store: SqliteStore) -> None:
+    engine = SearchEngine(store, HashingEmbedder())
+    add(engine, store, Document("note", "old", "written long ago"))
+    future = int(time.time() * 1000) + 60_000
+    assert engine.embed_pending(changed_since=future) == 0
+    assert engine.embed_pending(changed_since=1) == 1
+    assert engine.coverage() == (1, 1)

@@ -25,6 +25,7 @@ from threadloom.store.sqlite import ensure_private_dir, open_store
 
 Mode = Literal["daemon", "in-process", "http", "cli"]
 EMBED_INTERVAL_S = 5.0
+EMBED_LOOKBACK_MS = 60_000
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -74,13 +75,20 @@ class Runtime:
         }
 
     async def keep_vectors_current(self) -> None:
-        """Background job: embed new and changed documents once the model is loaded."""
+        """Background job: embed new and changed documents once the model is loaded.
+
+        The first pass looks at every document; later ones only at those written since the
+        previous pass began (less a margin for writers whose clocks or commits lag).
+        """
+        since = 0
         while True:
             await anyio.sleep(EMBED_INTERVAL_S)
             if self.search.embedder is None:
                 continue
+            started = now_ms()
             try:
-                count = await self.call(self.search.embed_pending)
+                count = await self.call(self.search.embed_pending, None, since)
+                since = started - EMBED_LOOKBACK_MS
             except ThreadloomError as exc:
                 log.warning("embedding pass failed: %s", exc.message)
                 continue

@@ -114,16 +114,23 @@ class SearchEngine:
 
     # vectors
 
-    def embed_pending(self, on_progress: Callable[[int, int], None] | None = None) -> int:
-        """Give every document without a current vector one; resumable, one transaction per batch."""
+    def embed_pending(self, on_progress: Callable[[int, int], None] | None = None, changed_since: int = 0) -> int:
+        """Give every document without a current vector one; resumable, one transaction per batch.
+
+        With `changed_since` (epoch ms), only documents written since then are looked at.
+        """
         embedder = self.embedder
         if embedder is None:
             return 0
         fp = embedder.fingerprint
-        done, total = self._store.read(lambda r: documents.vector_coverage(r, fp))
+        done, total = self._store.read(lambda r: documents.vector_coverage(r, fp)) if on_progress else (0, 0)
         embedded, after = 0, 0
         while True:
-            batch = self._store.read(partial(documents.unembedded, fingerprint=fp, limit=EMBED_BATCH, after_id=after))
+            batch = self._store.read(
+                partial(
+                    documents.unembedded, fingerprint=fp, limit=EMBED_BATCH, after_id=after, changed_since=changed_since
+                )
+            )
             if not batch:
                 return embedded
             vectors = embedder.embed_documents([_embed_text(row["title"], row["body"]) for row in batch])

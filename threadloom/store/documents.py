@@ -167,13 +167,19 @@ def vectors(r: Reader, fingerprint: str, filters: Filters) -> list[tuple[int, by
     return [(int(i), bytes(v)) for i, v in rows]
 
 
-def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0) -> list[Row]:
-    """Documents without a current vector of this fingerprint, in id order (resumable)."""
+def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0, changed_since: int = 0) -> list[Row]:
+    """Documents without a current vector of this fingerprint, in id order (resumable).
+
+    `changed_since` (epoch ms) limits the look to documents written since then, so that a
+    periodic pass over a large store reads an index range instead of every row.
+    """
+    recent = "d.updated_at >= :since AND " if changed_since else ""
     return r.rows(
         "SELECT d.id AS id, d.title AS title, d.body AS body, d.content_hash AS content_hash FROM documents d "
         "LEFT JOIN document_vectors v ON v.doc_id = d.id AND v.fingerprint = :fp "
-        "WHERE d.id > :after AND (v.doc_id IS NULL OR v.content_hash != d.content_hash) ORDER BY d.id LIMIT :limit",
-        {"fp": fingerprint, "after": after_id, "limit": limit},
+        f"WHERE {recent}d.id > :after AND (v.doc_id IS NULL OR v.content_hash != d.content_hash) "
+        "ORDER BY d.id LIMIT :limit",
+        {"fp": fingerprint, "after": after_id, "limit": limit, "since": changed_since},
     )
 
 
