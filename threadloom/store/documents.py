@@ -136,7 +136,15 @@ def fetch(r: Reader, ids: Sequence[int]) -> dict[int, Row]:
 
 def times(r: Reader, ids: Sequence[int]) -> dict[int, int]:
     """When each document's content happened (falling back to when it was stored)."""
-    return {i: int(row["occurred_at"] or row["created_at"]) for i, row in fetch(r, ids).items()}
+    found: dict[int, int] = {}
+    for start in range(0, len(ids), 500):
+        chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 500])}
+        rows = r.tuples(
+            f"SELECT id, COALESCE(occurred_at, created_at) FROM documents WHERE id IN ({', '.join(':' + k for k in chunk)})",
+            chunk,
+        )
+        found.update((int(i), int(at)) for i, at in rows)
+    return found
 
 
 def count(r: Reader, filters: Filters) -> int:
