@@ -139,10 +139,8 @@ def times(r: Reader, ids: Sequence[int]) -> dict[int, int]:
     found: dict[int, int] = {}
     for start in range(0, len(ids), 500):
         chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 500])}
-        rows = r.tuples(
-            f"SELECT id, COALESCE(occurred_at, created_at) FROM documents WHERE id IN ({', '.join(':' + k for k in chunk)})",
-            chunk,
-        )
+        keys = ", ".join(":" + k for k in chunk)
+        rows = r.tuples(f"SELECT id, COALESCE(occurred_at, created_at) FROM documents WHERE id IN ({keys})", chunk)
         found.update((int(i), int(at)) for i, at in rows)
     return found
 
