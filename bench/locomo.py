@@ -163,7 +163,7 @@ def make_embedder(name: str, cache: Path | None) -> Embedder | None:
 
 
 def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:
-    plain = FusionWeights(temporal_boost=0.0, lexical=1.0, dense=1.0)
+    plain = FusionWeights(temporal_boost=0.0, source_boost=0.0, lexical=1.0, dense=1.0)
     configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0))}
     if dense:
         configs["dense"] = SearchTuning(weights=replace(plain, lexical=0.0), dense_floor=tuned.dense_floor)
@@ -261,12 +261,15 @@ def main() -> None:
     parser.add_argument("--lexical", type=float, default=defaults.weights.lexical)
     parser.add_argument("--dense", type=float, default=defaults.weights.dense)
     parser.add_argument("--temporal", type=float, default=defaults.weights.temporal_boost)
+    parser.add_argument("--source", type=float, default=defaults.weights.source_boost)
     parser.add_argument("--candidates", type=int, default=defaults.candidates)
     parser.add_argument("--floor", type=float, default=defaults.dense_floor, help="default: the model's own")
     args = parser.parse_args()
     if not args.data.is_dir():
         sys.exit(f"no LoCoMo data at {args.data}")
-    weights = FusionWeights(lexical=args.lexical, dense=args.dense, temporal_boost=args.temporal)
+    weights = FusionWeights(
+        lexical=args.lexical, dense=args.dense, temporal_boost=args.temporal, source_boost=args.source
+    )
     tuned = SearchTuning(weights=weights, candidates=args.candidates, dense_floor=args.floor)
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     print(f"threadloom tuning: {tuned}")

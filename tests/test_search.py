@@ -238,3 +238,17 @@ def test_a_periodic_pass_looks_only_at_recent_writes(store: SqliteStore) -> None
     assert engine.embed_pending(changed_since=future) == 0
     assert engine.embed_pending(changed_since=1) == 1
     assert engine.coverage() == (1, 1)
+
+
+def test_a_source_the_question_names_is_preferred(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    add(
+        engine,
+        store,
+        Document("memory", "1", "Bob: I painted a sunrise over the lake", source="Bob"),
+        Document("memory", "2", "Alice: I painted a sunrise over the lake", source="Alice"),
+    )
+    result = engine.search("what did alice paint?")
+    assert result.hits[0].ref == "2"
+    assert result.hits[0].why.get("source") == 1
+    assert "source" in result.signals

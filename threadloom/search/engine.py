@@ -83,13 +83,16 @@ class SearchEngine:
                 signals.append("dense")
             weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}
             scores, why = fuse(scored, weights)
-            if windows and scores:
-                signals.append("temporal")
-                boost = tuning.weights.temporal_boost
-                for doc_id, at in documents.times(r, list(scores)).items():
+            named = documents.sources_named(r, query.terms) if tuning.weights.source_boost else set()
+            if (windows or named) and scores:
+                signals += ["temporal"] * bool(windows) + ["source"] * bool(named)
+                for doc_id, (at, source) in documents.facts(r, list(scores)).items():
                     if any(w.start <= at < w.end for w in windows):
-                        scores[doc_id] += boost
+                        scores[doc_id] += tuning.weights.temporal_boost
                         why[doc_id]["temporal"] = 1
+                    if source is not None and source.lower() in named:
+                        scores[doc_id] += tuning.weights.source_boost
+                        why[doc_id]["source"] = 1
             top = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
             hits = _hits(r, top, scores, why)
             if not hits:

@@ -134,15 +134,29 @@ def fetch(r: Reader, ids: Sequence[int]) -> dict[int, Row]:
     return {int(row["id"]): row for row in rows}
 
 
-def times(r: Reader, ids: Sequence[int]) -> dict[int, int]:
-    """When each document's content happened (falling back to when it was stored)."""
-    found: dict[int, int] = {}
+def facts(r: Reader, ids: Sequence[int]) -> dict[int, tuple[int, str | None]]:
+    """When each document's content happened (else when it was stored), and its source."""
+    found: dict[int, tuple[int, str | None]] = {}
     for start in range(0, len(ids), 500):
         chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 500])}
         keys = ", ".join(":" + k for k in chunk)
-        rows = r.tuples(f"SELECT id, COALESCE(occurred_at, created_at) FROM documents WHERE id IN ({keys})", chunk)
-        found.update((int(i), int(at)) for i, at in rows)
+        rows = r.tuples(
+            f"SELECT id, COALESCE(occurred_at, created_at), source FROM documents WHERE id IN ({keys})", chunk
+        )
+        found.update((int(i), (int(at), source)) for i, at, source in rows)
     return found
+
+
+def sources_named(r: Reader, terms: Sequence[str]) -> set[str]:
+    """Sources (speakers, authors) whose name is one of the query's terms, compared case-blind."""
+    if not terms:
+        return set()
+    keys = {f"t{n}": t for n, t in enumerate(terms)}
+    rows = r.tuples(
+        f"SELECT DISTINCT source FROM documents WHERE source COLLATE NOCASE IN ({', '.join(':' + k for k in keys)})",
+        keys,
+    )
+    return {str(source).lower() for (source,) in rows}
 
 
 def count(r: Reader, filters: Filters) -> int:

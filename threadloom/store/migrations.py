@@ -74,6 +74,7 @@ M002_DOCUMENTS = Migration(
     CREATE INDEX documents_project_time ON documents (project, kind, occurred_at);
     CREATE INDEX documents_time ON documents (occurred_at);
     CREATE INDEX documents_updated ON documents (updated_at);
+    CREATE INDEX documents_source ON documents (source COLLATE NOCASE);
 
     CREATE VIRTUAL TABLE documents_fts USING fts5(
         title, body, content='documents', content_rowid='id',
