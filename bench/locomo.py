@@ -1,6 +1,6 @@
 """LoCoMo retrieval benchmark: evidence recall of threadloom's search engine against baselines.
 
-One memory per turn ("speaker: text", a shared image as its caption, the session's date as
+One memory per turn ("speaker: text", a shared image as its caption, the session as its thread, its date as
 when it happened); each conversation ingested from empty into its own store; every question
 of categories 1-4 asked. Reports evidence recall@5/10/20 and hit@10 per category and over
 1-4, for the dev split (26 30 41 42 43; the only one to tune on) and the test split (44 47 48
@@ -64,6 +64,7 @@ def turns(conv: dict[str, object]) -> list[Document]:
                     ref=turn["dia_id"],
                     body=body,
                     source=turn["speaker"],
+                    thread=f"session-{n}",
                     occurred_at=int(when.timestamp() * 1000),
                 )
             )
@@ -164,9 +165,11 @@ def make_embedder(name: str, cache: Path | None) -> Embedder | None:
 
 def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:
     plain = FusionWeights(temporal_boost=0.0, source_boost=0.0, lexical=1.0, dense=1.0)
-    configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0))}
+    configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0), context_spread=0.0)}
     if dense:
-        configs["dense"] = SearchTuning(weights=replace(plain, lexical=0.0), dense_floor=tuned.dense_floor)
+        configs["dense"] = SearchTuning(
+            weights=replace(plain, lexical=0.0), context_spread=0.0, dense_floor=tuned.dense_floor
+        )
     configs["threadloom"] = tuned
     return configs
 
@@ -263,6 +266,8 @@ def main() -> None:
     parser.add_argument("--temporal", type=float, default=defaults.weights.temporal_boost)
     parser.add_argument("--source", type=float, default=defaults.weights.source_boost)
     parser.add_argument("--candidates", type=int, default=defaults.candidates)
+    parser.add_argument("--spread", type=float, default=defaults.context_spread)
+    parser.add_argument("--pool", type=int, default=defaults.context_pool)
     parser.add_argument("--floor", type=float, default=defaults.dense_floor, help="default: the model's own")
     args = parser.parse_args()
     if not args.data.is_dir():
@@ -270,7 +275,13 @@ def main() -> None:
     weights = FusionWeights(
         lexical=args.lexical, dense=args.dense, temporal_boost=args.temporal, source_boost=args.source
     )
-    tuned = SearchTuning(weights=weights, candidates=args.candidates, dense_floor=args.floor)
+    tuned = SearchTuning(
+        weights=weights,
+        candidates=args.candidates,
+        context_spread=args.spread,
+        context_pool=args.pool,
+        dense_floor=args.floor,
+    )
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     print(f"threadloom tuning: {tuned}")
     report(run(args.data, args.embedder, args.cache, tuned, splits))

@@ -252,3 +252,25 @@ def test_a_source_the_question_names_is_preferred(store: SqliteStore) -> None:
     assert result.hits[0].ref == "2"
     assert result.hits[0].why.get("source") == 1
     assert "source" in result.signals
+
+
+def test_a_hit_lends_score_to_its_neighbours_in_the_thread_within_the_filters(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    add(
+        engine,
+        store,
+        Document("memory", "before", "Sam: groceries and laundry", thread="s2"),
+        Document("memory", "q", "Jo: where did you go hiking last weekend?", thread="s1"),
+        Document("memory", "a", "Sam: the ridge trail above the lake", thread="s1"),
+        Document("memory", "after", "Sam: a quiet week at home", thread="s2"),
+    )
+    result = engine.search("hiking weekend")
+    assert [h.ref for h in result.hits] == ["q", "a"]  # the answer shares no word with the question
+    assert "context" in result.signals and result.hits[1].why["context"] > 0  # other threads get nothing
+
+    no_spread = SearchEngine(store, tuning=SearchTuning(context_spread=0.0)).search("hiking weekend")
+    assert [h.ref for h in no_spread.hits] == ["q"]
+
+    store.write(lambda w: engine.index(w, Document("memory", "a", "Sam: the ridge trail", thread="s1", status="idle")))
+    filtered = engine.search("hiking weekend", filters=Filters(statuses=("active",)))
+    assert [h.ref for h in filtered.hits] == ["q"]  # a neighbour must pass the filters too

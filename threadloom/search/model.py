@@ -81,4 +81,4 @@ class Hit:
 class SearchResult:
     hits: list[Hit]
     caveats: list[str]
-    signals: tuple[str, ...]  # which retrievers took part: lexical, dense, temporal, graph
+    signals: tuple[str, ...]  # which signals took part: lexical, dense, temporal, source, context

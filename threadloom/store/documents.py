@@ -147,6 +147,27 @@ def facts(r: Reader, ids: Sequence[int]) -> dict[int, tuple[int, str | None]]:
     return found
 
 
+def neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> dict[int, list[int]]:
+    """For each document, the ones that pass `filters` written just before and after it in its thread and kind."""
+    where, params = filter_sql(filters)
+    found: dict[int, list[int]] = {}
+    for start in range(0, len(ids), 300):
+        chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 300])}
+        keys = ", ".join(":" + k for k in chunk)
+        rows = r.tuples(
+            f"""SELECT o.id,
+                  (SELECT max(d.id) FROM documents d
+                    WHERE d.thread = o.thread AND d.kind = o.kind AND d.id < o.id AND {where}),
+                  (SELECT min(d.id) FROM documents d
+                    WHERE d.thread = o.thread AND d.kind = o.kind AND d.id > o.id AND {where})
+                FROM documents o WHERE o.id IN ({keys}) AND o.thread IS NOT NULL""",
+            params | chunk,
+        )
+        for i, before, after in rows:
+            found[int(i)] = [int(x) for x in (before, after) if x is not None]
+    return found
+
+
 def sources_named(r: Reader, terms: Sequence[str]) -> set[str]:
     """Sources (speakers, authors) whose name is one of the query's terms, compared case-blind."""
     if not terms:

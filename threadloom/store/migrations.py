@@ -103,7 +103,15 @@ M002_DOCUMENTS = Migration(
     """,
 )
 
-MIGRATIONS: Sequence[Migration] = (M001_INITIAL, M002_DOCUMENTS)
+M003_THREAD_ORDER = Migration(
+    "m003_thread_order",
+    """
+    -- Walking a thread in write order: the items just before and after a hit (search context spread).
+    CREATE INDEX documents_thread ON documents (thread, kind, id) WHERE thread IS NOT NULL;
+    """,
+)
+
+MIGRATIONS: Sequence[Migration] = (M001_INITIAL, M002_DOCUMENTS, M003_THREAD_ORDER)
 
 BOOTSTRAP_SQL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (
