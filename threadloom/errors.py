@@ -19,6 +19,10 @@ class InvalidInput(ThreadloomError):
     """The caller sent something malformed; fix the input, do not retry as is."""
 
 
+class NotFound(InvalidInput):
+    """The caller named something that does not exist (or that they may not see)."""
+
+
 class StoreBusy(ThreadloomError):
     """The store stayed locked by another writer past the retry budget; safe to retry."""
 

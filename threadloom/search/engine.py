@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
+from typing import TYPE_CHECKING
 
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
@@ -22,6 +23,9 @@ from threadloom.search.vector_index import DenseIndex
 from threadloom.store import documents
 from threadloom.store.base import Reader, Store, Writer
 
+if TYPE_CHECKING:
+    from threadloom.search.embedder import Matrix
+
 EMBED_BATCH = 32
 
 
@@ -33,6 +37,8 @@ class SearchTuning:
     # to a question is often the next turn, not the one that repeats the question's words (+6 R@10, LoCoMo dev).
     context_spread: float = 0.3
     context_pool: int = 50  # how many of the best hits lend
+    graph_seeds: int = 10  # the best hits that spread activation along memory-graph edges
+    graph_depth: int = 2  # hops; activation halves with each
     dense_floor: float | None = None  # cosine under which a dense match is noise; None: the embedder's own
 
 
@@ -60,8 +66,15 @@ class SearchEngine:
     # reading
 
     def search(
-        self, text: str, filters: Filters | None = None, limit: int = 10, now: datetime | None = None
+        self,
+        text: str,
+        filters: Filters | None = None,
+        limit: int = 10,
+        now: datetime | None = None,
+        vector: Matrix | None = None,
     ) -> SearchResult:
+        """The best `limit` documents for `text` that pass `filters`. `vector` stands in for the query's
+        embedding (e.g. a new memory's own, when looking for its neighbours)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
         filters = filters or Filters()
@@ -73,7 +86,9 @@ class SearchEngine:
             return self._recent(filters, limit, [*caveats, "no search terms: listing the most recent items"])
         windows = temporal.windows(query.text, now or datetime.now(UTC))
         wants_dense = self.embedder is not None and self.tuning.weights.dense > 0
-        query_vector = self.embedder.embed_query(query.text) if wants_dense and self.embedder else None
+        query_vector = vector
+        if query_vector is None and wants_dense and self.embedder is not None:
+            query_vector = self.embedder.embed_query(query.text)
         tuning = self.tuning
 
         def read(r: Reader) -> SearchResult:
@@ -87,6 +102,8 @@ class SearchEngine:
                 signals.append("dense")
             weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}
             scores, why = fuse(scored, weights)
+            if tuning.weights.graph > 0 and scores and _activate_graph(r, scores, why, tuning, filters):
+                signals.append("graph")
             named = documents.sources_named(r, query.terms) if tuning.weights.source_boost else set()
             if (windows or named) and scores:
                 signals += ["temporal"] * bool(windows) + ["source"] * bool(named)
@@ -161,6 +178,31 @@ class SearchEngine:
             return None
         fp = self.embedder.fingerprint
         return self._store.read(lambda r: documents.vector_coverage(r, fp))
+
+
+def _activate_graph(
+    r: Reader, scores: dict[int, float], why: dict[int, dict[str, float]], tuning: SearchTuning, filters: Filters
+) -> bool:
+    """Spreading activation: the best hits pass their score along memory edges, halving per hop;
+    what arrives is added with the graph weight. Whether anything arrived."""
+    seeds = sorted(scores, key=lambda i: (-scores[i], i))[: tuning.graph_seeds]
+    top = scores[seeds[0]] or 1.0
+    frontier = {i: scores[i] / top for i in seeds}
+    activation: dict[int, float] = {}
+    for _ in range(tuning.graph_depth):
+        reached: dict[int, float] = {}
+        for source, target, weight in documents.graph_neighbours(r, list(frontier), filters):
+            value = frontier[source] * min(weight, 1.0) * 0.5
+            if value > max(reached.get(target, 0.0), activation.get(target, 0.0)):
+                reached[target] = value
+        activation.update(reached)
+        frontier = reached
+        if not frontier:
+            break
+    for doc_id, value in activation.items():
+        scores[doc_id] = scores.get(doc_id, 0.0) + tuning.weights.graph * value
+        why.setdefault(doc_id, {})["graph"] = round(value, 4)
+    return bool(activation)
 
 
 def _spread_context(

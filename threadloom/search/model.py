@@ -39,6 +39,21 @@ class Document:
 
 
 @dataclass(frozen=True)
+class MemoryScope:
+    """Conditions on the memory graph's own columns, for searches over memories (kind `memory`)."""
+
+    visible_to: str | None = None  # owner: their private memories plus everything shared
+    project: str | None = None  # this project's memories and those of no project
+    categories: tuple[str, ...] = ()
+    entity: str | None = None
+    include_superseded: bool = True
+    as_of: int | None = None  # held true then: valid at that time and already stored
+    created_since: int | None = None
+    active_since: int | None = None  # last stored, recalled or reactivated since
+    pinned_or_core: bool = False
+
+
+@dataclass(frozen=True)
 class Filters:
     """Conditions applied inside the query, before anything is ranked."""
 
@@ -49,6 +64,7 @@ class Filters:
     statuses: tuple[str, ...] = ()
     since: int | None = None  # occurred_at (or created_at when unknown) >= since, epoch ms
     until: int | None = None  # ... < until
+    memory: MemoryScope | None = None  # restricts to memories, by their own columns
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.kinds if k not in KINDS]

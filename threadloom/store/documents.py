@@ -13,7 +13,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from threadloom.search.model import Document, Filters
+from threadloom.search.model import Document, Filters, MemoryScope
 from threadloom.store.base import Reader, Row, Writer
 
 _COLUMNS = "d.id, d.kind, d.ref, d.project, d.thread, d.source, d.status, d.body, d.occurred_at, d.created_at"
@@ -48,6 +48,45 @@ def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
     if filters.until is not None:
         clauses.append("COALESCE(d.occurred_at, d.created_at) < :f_until")
         params["f_until"] = filters.until
+    if filters.memory is not None:
+        memory_where, memory_params = memory_scope_sql(filters.memory)
+        clauses.append(f"d.kind = 'memory' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = d.ref AND {memory_where})")
+        params.update(memory_params)
+    return " AND ".join(clauses), params
+
+
+def memory_scope_sql(scope: MemoryScope) -> tuple[str, dict[str, Any]]:
+    """SQL conditions on alias `m` (the memories table); always a valid expression."""
+    clauses = ["1 = 1"]
+    params: dict[str, Any] = {}
+    if scope.visible_to is not None:
+        clauses.append("(m.owner = :m_user OR m.visibility <> 'private')")
+        params["m_user"] = scope.visible_to
+    if scope.project is not None:
+        clauses.append("(m.project = :m_project OR m.project IS NULL)")
+        params["m_project"] = scope.project
+    if scope.categories:
+        keys = [f"m_cat{i}" for i in range(len(scope.categories))]
+        clauses.append(f"m.category IN ({', '.join(':' + k for k in keys)})")
+        params.update(zip(keys, scope.categories, strict=True))
+    if scope.entity is not None:
+        clauses.append("EXISTS (SELECT 1 FROM memory_entities e WHERE e.memory_id = m.id AND e.entity = :m_entity)")
+        params["m_entity"] = scope.entity
+    if scope.as_of is not None:
+        clauses.append(
+            "m.created_at <= :m_as_of AND m.valid_from <= :m_as_of AND (m.valid_to IS NULL OR m.valid_to > :m_as_of)"
+        )
+        params["m_as_of"] = scope.as_of
+    elif not scope.include_superseded:
+        clauses.append("m.superseded_by IS NULL")
+    if scope.created_since is not None:
+        clauses.append("m.created_at >= :m_created")
+        params["m_created"] = scope.created_since
+    if scope.active_since is not None:
+        clauses.append("m.last_reactivated_at >= :m_active")
+        params["m_active"] = scope.active_since
+    if scope.pinned_or_core:
+        clauses.append("(m.pinned = 1 OR m.core_key IS NOT NULL)")
     return " AND ".join(clauses), params
 
 
@@ -165,6 +204,26 @@ def neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> dict[int, lis
         )
         for i, before, after in rows:
             found[int(i)] = [int(x) for x in (before, after) if x is not None]
+    return found
+
+
+def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tuple[int, int, float]]:
+    """(from, to, edge weight) for memory documents linked by a memory-graph edge, either direction;
+    `to` passes `filters`."""
+    where, params = filter_sql(filters)
+    found: list[tuple[int, int, float]] = []
+    for start in range(0, len(ids), 300):
+        chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 300])}
+        keys = ", ".join(":" + k for k in chunk)
+        for near, far in (("source", "target"), ("target", "source")):
+            rows = r.tuples(
+                f"""SELECT s.id, d.id, e.weight FROM documents s
+                    JOIN memory_edges e ON e.{near} = s.ref
+                    JOIN documents d ON d.kind = 'memory' AND d.ref = e.{far}
+                    WHERE s.id IN ({keys}) AND s.kind = 'memory' AND {where}""",
+                params | chunk,
+            )
+            found.extend((int(a), int(b), float(w)) for a, b, w in rows)
     return found
 
 

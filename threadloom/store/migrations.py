@@ -111,7 +111,99 @@ M003_THREAD_ORDER = Migration(
     """,
 )
 
-MIGRATIONS: Sequence[Migration] = (M001_INITIAL, M002_DOCUMENTS, M003_THREAD_ORDER)
+M004_MEMORIES = Migration(
+    "m004_memories",
+    """
+    CREATE TABLE memories (
+        id TEXT PRIMARY KEY,
+        content TEXT NOT NULL,
+        summary TEXT,
+        category TEXT,
+        kind TEXT NOT NULL,
+        entities TEXT NOT NULL DEFAULT '[]',
+        project TEXT,
+        visibility TEXT NOT NULL,
+        owner TEXT NOT NULL,
+        status TEXT NOT NULL,
+        pinned INTEGER NOT NULL DEFAULT 0,
+        core_key TEXT,
+        core_priority INTEGER,
+        session_id TEXT,
+        vendor TEXT NOT NULL,
+        origin TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        idempotency_key TEXT UNIQUE,
+        created_at INTEGER NOT NULL,
+        last_reactivated_at INTEGER NOT NULL,
+        reactivation_count INTEGER NOT NULL DEFAULT 0,
+        valid_from INTEGER NOT NULL,
+        valid_to INTEGER,
+        superseded_by TEXT,
+        decay_score REAL NOT NULL,
+        scored_at INTEGER NOT NULL
+    );
+    CREATE UNIQUE INDEX memories_content ON memories (COALESCE(project, ''), content_hash);
+    CREATE UNIQUE INDEX memories_core_key ON memories (COALESCE(project, ''), core_key) WHERE core_key IS NOT NULL;
+    CREATE INDEX memories_recent ON memories (last_reactivated_at);
+    CREATE INDEX memories_created ON memories (created_at);
+    CREATE INDEX memories_category ON memories (category);
+
+    CREATE TABLE memory_entities (
+        memory_id TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+        entity TEXT NOT NULL COLLATE NOCASE,
+        PRIMARY KEY (entity, memory_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX memory_entities_memory ON memory_entities (memory_id);
+
+    CREATE TABLE memory_edges (
+        id INTEGER PRIMARY KEY,
+        source TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+        target TEXT NOT NULL REFERENCES memories (id) ON DELETE CASCADE,
+        type TEXT NOT NULL,
+        weight REAL NOT NULL,
+        made_by TEXT NOT NULL,
+        reason TEXT,
+        session_id TEXT,
+        created_at INTEGER NOT NULL,
+        UNIQUE (source, target, type)
+    );
+    CREATE INDEX memory_edges_target ON memory_edges (target, source);
+
+    -- Pruned memories wait here, with their edges, until restored or purged.
+    CREATE TABLE memory_archive (
+        id TEXT PRIMARY KEY,
+        payload TEXT NOT NULL,
+        pruned_at INTEGER NOT NULL
+    );
+    CREATE INDEX memory_archive_pruned ON memory_archive (pruned_at);
+
+    CREATE TABLE memory_preferences (
+        scope TEXT PRIMARY KEY,
+        auto TEXT NOT NULL DEFAULT '[]',
+        approval TEXT NOT NULL DEFAULT '[]',
+        excluded TEXT NOT NULL DEFAULT '[]',
+        updated_at INTEGER NOT NULL
+    );
+
+    -- Background jobs: one lease per kind (single-flight across processes) and a record of every pass.
+    CREATE TABLE job_leases (
+        name TEXT PRIMARY KEY,
+        holder TEXT NOT NULL,
+        expires_at INTEGER NOT NULL
+    );
+    CREATE TABLE job_runs (
+        id INTEGER PRIMARY KEY,
+        name TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER NOT NULL,
+        dry_run INTEGER NOT NULL,
+        outcome TEXT NOT NULL
+    );
+    CREATE INDEX job_runs_name ON job_runs (name, id);
+    """,
+)
+
+MIGRATIONS: Sequence[Migration] = (M001_INITIAL, M002_DOCUMENTS, M003_THREAD_ORDER, M004_MEMORIES)
 
 BOOTSTRAP_SQL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

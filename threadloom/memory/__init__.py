@@ -1,0 +1,1 @@
+"""The memory graph: memories, typed edges, scoring, lifecycle and forgetting."""

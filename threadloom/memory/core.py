@@ -1,0 +1,81 @@
+"""Core memory: the few memories shown in every brief, each under a key with a priority. A core
+memory is a pinned memory with a key, not a second store; categories can become core by
+themselves (auto), wait for approval, or never (excluded).
+"""
+
+from __future__ import annotations
+
+from threadloom.clock import now_ms
+from threadloom.errors import InvalidInput, NotFound
+from threadloom.identity import Provenance
+from threadloom.memory.model import MAX_CORE_CHARS, Memory, NewMemory, check_core_key, check_id
+from threadloom.memory.service import MemoryService, content_digest
+from threadloom.sessions import record_event
+from threadloom.store import memories
+from threadloom.store.base import Store, Writer
+
+
+class CoreMemory:
+    def __init__(self, store: Store, memory: MemoryService) -> None:
+        self._store = store
+        self._memory = memory
+
+    def set_core(
+        self, key: str, content: str, prov: Provenance, priority: int = 50, category: str | None = None
+    ) -> Memory:
+        """Upsert the core memory under `key`: shown in every brief, highest priority first. A changed
+        text supersedes the previous version, which stays for audit."""
+        check_core_key(key)
+        if not 0 <= priority <= 100:
+            raise InvalidInput("priority is 0-100 (higher is shown first)")
+        existing = self._store.read(lambda r: memories.by_core_key(r, prov.project, key))
+        if existing is None:
+            stored = self._memory.store(
+                NewMemory(content=content, category=category, kind="fact", pinned=True), prov, key, priority
+            )
+            if not stored.created:
+                return self.make_core(stored.memory.id, key, priority, prov)
+            return stored.memory
+        if content_digest(content) == content_digest(existing.content):
+            return self._memory.update_flags(existing.id, prov, "memory.core", core_priority=priority)
+        result = self._memory.amend(existing.id, prov, content=content, reason=f"core memory {key} rewritten")
+        new = self._memory.get(result["new"]["id"])
+        return self._memory.update_flags(new.id, prov, "memory.core", core_priority=priority)
+
+    def make_core(self, memory_id: str, key: str, priority: int, prov: Provenance) -> Memory:
+        check_core_key(key)
+        memory = self._memory.get(check_id(memory_id))
+        if len(memory.content) > MAX_CORE_CHARS:
+            raise InvalidInput(f"a core memory is at most {MAX_CORE_CHARS:,} characters: it is shown in every brief")
+        taken = self._store.read(lambda r: memories.by_core_key(r, memory.project, key))
+        if taken is not None and taken.id != memory_id:
+            raise InvalidInput(f"core key {key!r} is taken by {taken.id}")
+        return self._memory.update_flags(memory_id, prov, "memory.core", core_key=key, core_priority=priority, pinned=1)
+
+    def remove_core(self, key: str, prov: Provenance) -> Memory:
+        existing = self._store.read(lambda r: memories.by_core_key(r, prov.project, check_core_key(key)))
+        if existing is None:
+            raise NotFound(f"no core memory under {key!r} in this project")
+        return self._memory.update_flags(existing.id, prov, "memory.core_removed", core_key=None, core_priority=None)
+
+    def set_preferences(
+        self, prov: Provenance, auto: list[str], approval: list[str], excluded: list[str]
+    ) -> dict[str, list[str]]:
+        """Which categories become core by themselves (auto), wait for approval, or never do (excluded)."""
+        lists = {"auto": auto, "approval": approval, "excluded": excluded}
+        seen: dict[str, str] = {}
+        for name, categories in lists.items():
+            for category in categories:
+                if not 1 <= len(category) <= 64:
+                    raise InvalidInput("a category is 1-64 characters")
+                if category in seen and seen[category] != name:
+                    raise InvalidInput(f"category {category!r} is in both {seen[category]} and {name}")
+                seen[category] = name
+        prefs = {name: sorted(set(categories)) for name, categories in lists.items()}
+
+        def tx(w: Writer) -> dict[str, list[str]]:
+            memories.set_preferences(w, prov.project or "", prefs, now_ms())
+            record_event(w, prov, "memory.preferences", prefs)
+            return prefs
+
+        return self._store.write(tx)

@@ -1,0 +1,175 @@
+"""The maintenance pass: rescore every memory, move it along the lifecycle, prune what nothing
+protects (into an archive restorable for 30 days), purge the archive, and promote memories of
+auto-core categories. Single-flight across processes through a lease in the store.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import socket
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any, Final
+
+from threadloom.clock import now_ms
+from threadloom.errors import NotFound
+from threadloom.identity import Provenance
+from threadloom.memory import scoring
+from threadloom.memory.model import Memory, check_id
+from threadloom.memory.service import ARCHIVE_DAYS, memory_document, rescore
+from threadloom.sessions import record_event
+from threadloom.store import documents, jobs, memories
+from threadloom.store.base import Reader, Store, Writer
+
+JOB: Final = "memory.maintenance"
+LEASE_MS: Final = 10 * 60_000  # a holder that died frees the lease after this long
+PAGE: Final = 2_000
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class PassReport:
+    dry_run: bool
+    ran: bool = True
+    scored: int = 0
+    transitions: dict[str, int] = field(default_factory=dict)
+    pruned: list[str] = field(default_factory=list)
+    promoted: list[str] = field(default_factory=list)
+    purged: int = 0
+    skipped_reason: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "dry_run": self.dry_run,
+            "ran": self.ran,
+            "scored": self.scored,
+            "transitions": self.transitions,
+            "pruned": self.pruned if self.dry_run else len(self.pruned),
+            "pruned_ids": self.pruned[:50],
+            "promoted_to_core": self.promoted,
+            "archive_purged": self.purged,
+            "skipped_reason": self.skipped_reason,
+        }
+
+
+class Maintenance:
+    def __init__(self, store: Store, config: scoring.ScoringConfig) -> None:
+        self._store = store
+        self.config = config
+        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+
+    def run(self, dry_run: bool = False, now: int | None = None) -> PassReport:
+        now = now if now is not None else now_ms()
+        report = PassReport(dry_run=dry_run)
+        if not dry_run and not self._store.write(lambda w: jobs.acquire(w, JOB, self.holder, now_ms(), LEASE_MS)):
+            report.ran = False
+            report.skipped_reason = "another process is running the maintenance pass"
+            return report
+        started = now_ms()
+        try:
+            prefs = self._store.read(_auto_categories)
+            after = ""
+            while True:
+                page = self._store.read(partial(memories.scoring_inputs, after=after, limit=PAGE))
+                if not page:
+                    break
+                after = str(page[-1][0])
+                plan = self._plan(page, now, prefs, report)
+                if not dry_run and plan:
+                    self._store.write(partial(self._apply, plan=plan, now=now))
+            if not dry_run:
+                report.purged = self._store.write(
+                    lambda w: memories.purge_archive(w, now - ARCHIVE_DAYS * scoring.DAY_MS)
+                )
+        finally:
+            if not dry_run:
+                outcome = report.as_dict()
+
+                def finish(w: Writer) -> None:
+                    jobs.record_run(w, JOB, started, now_ms(), dry_run, outcome)
+                    record_event(
+                        w, _job_provenance(), JOB, {k: outcome[k] for k in ("scored", "pruned", "transitions")}
+                    )
+                    jobs.release(w, JOB, self.holder)
+
+                self._store.write(finish)
+        return report
+
+    def _plan(
+        self, page: list[tuple[Any, ...]], now: int, auto: set[str], report: PassReport
+    ) -> list[tuple[str, str, float, str | None]]:
+        """(id, action, score, new status) per memory that changes: action is update, prune or promote."""
+        plan: list[tuple[str, str, float, str | None]] = []
+        for memory_id, last_active, recalls, degree, pinned, core, visibility, status, old_score, category in page:
+            report.scored += 1
+            b = scoring.breakdown(self.config, int(last_active), int(degree), int(recalls), now)
+            new_status = scoring.lifecycle_status(self.config, b.score)
+            kept = scoring.protection(self.config, b, pinned=bool(pinned), core=bool(core), visibility=visibility)
+            if kept.prunable:
+                report.pruned.append(memory_id)
+                report.transitions[f"{status}->pruned"] = report.transitions.get(f"{status}->pruned", 0) + 1
+                plan.append((memory_id, "prune", b.score, "pruned"))
+                continue
+            if category in auto and not core and b.score >= self.config.core_promotion_score:
+                report.promoted.append(memory_id)
+                plan.append((memory_id, "promote", b.score, new_status))
+                continue
+            if new_status != status:
+                report.transitions[f"{status}->{new_status}"] = report.transitions.get(f"{status}->{new_status}", 0) + 1
+            if new_status != status or abs(b.score - float(old_score)) > 1e-9:
+                plan.append((memory_id, "update", b.score, new_status))
+        return plan
+
+    def _apply(self, w: Writer, plan: list[tuple[str, str, float, str | None]], now: int) -> None:
+        for memory_id, action, score, status in plan:
+            if action == "prune":
+                self._prune(w, memory_id, now)
+                continue
+            changes: dict[str, Any] = {"decay_score": score, "status": status, "scored_at": now}
+            if action == "promote":
+                changes |= {"core_key": f"auto.{memory_id}", "core_priority": 10, "pinned": 1}
+            memories.update(w, memory_id, **changes)
+            superseded = w.scalar("SELECT superseded_by IS NOT NULL FROM memories WHERE id = :id", {"id": memory_id})
+            documents.set_status(w, "memory", memory_id, "superseded" if superseded else str(status))
+
+    def restore(self, memory_id: str, prov: Provenance) -> Memory:
+        """Bring back a memory a pass pruned, within the archive's 30 days."""
+        check_id(memory_id)
+        now = now_ms()
+
+        def tx(w: Writer) -> Memory:
+            found = memories.archived(w, memory_id)
+            if found is None:
+                raise NotFound(f"{memory_id} is not in the prune archive (restorable for {ARCHIVE_DAYS} days)")
+            payload, _ = found
+            memories.restore_row(w, payload["memory"] | {"status": "active", "last_reactivated_at": now})
+            memories.unarchive(w, memory_id)
+            memory = rescore(w, self.config, memory_id, now)
+            documents.upsert(w, memory_document(memory), now)
+            record_event(w, prov, "memory.restored", {"id": memory_id})
+            return memory
+
+        return self._store.write(tx)
+
+    def _prune(self, w: Writer, memory_id: str, now: int) -> None:
+        row = memories.raw_row(w, memory_id)
+        if row is None:
+            return
+        if memories.degree(w, memory_id):  # linked since the plan was made: no longer prunable
+            return
+        memories.archive(w, memory_id, {"memory": row}, now)
+        documents.remove(w, "memory", memory_id)
+        memories.delete(w, memory_id)
+
+
+def _auto_categories(r: Reader) -> set[str]:
+    found: set[str] = set()
+    for (auto,) in r.tuples("SELECT auto FROM memory_preferences"):
+        found.update(json.loads(auto))
+    return found
+
+
+def _job_provenance() -> Provenance:
+    return Provenance(session_id=None, vendor="other", project=None, origin="job:maintenance")

@@ -1,0 +1,285 @@
+"""Reading the memory graph: recall (hybrid search plus graph activation), search and enumerate,
+traverse, explain, stats, core listing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any, Final
+
+from threadloom.clock import now_ms
+from threadloom.errors import InvalidInput, NotFound
+from threadloom.identity import Provenance
+from threadloom.memory import scoring
+from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id
+from threadloom.search.engine import SearchEngine
+from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope
+from threadloom.sessions import record_event
+from threadloom.store import documents, jobs, memories
+from threadloom.store.base import Store, Writer
+
+SUPERSEDED_FACTOR: Final = 0.3  # a superseded hit keeps this share of its score: shown for audit, ranked down
+CORE_INJECTION: Final = 3  # relevant pinned or core memories added below the hits when they missed the cut
+WHY_DEPTH: Final = 3  # caused_by hops shown per hit in full verbosity
+MAX_DEPTH: Final = 5
+MAX_TRAVERSE_NODES: Final = 200
+
+
+@dataclass(frozen=True)
+class RecallFilters:
+    categories: tuple[str, ...] = ()
+    entity: str | None = None
+    statuses: tuple[str, ...] = ()
+    created_since: int | None = None
+    active_since: int | None = None
+    all_projects: bool = False
+
+    def __post_init__(self) -> None:
+        unknown = [s for s in self.statuses if s not in LIFECYCLE]
+        if unknown:
+            raise InvalidInput(f"unknown status {unknown[0]!r}; statuses are {', '.join(LIFECYCLE)}")
+
+
+class MemoryRecall:
+    def __init__(self, store: Store, engine: SearchEngine, user: str, config: scoring.ScoringConfig) -> None:
+        self._store = store
+        self._engine = engine
+        self.user = user
+        self.scoring = config
+
+    def _scope(self, prov: Provenance, f: RecallFilters, **extra: Any) -> MemoryScope:
+        return MemoryScope(
+            visible_to=self.user,
+            project=None if f.all_projects else prov.project,
+            categories=f.categories,
+            entity=f.entity,
+            created_since=f.created_since,
+            active_since=f.active_since,
+            **extra,
+        )
+
+    def recall(
+        self,
+        query: str,
+        prov: Provenance,
+        k: int = 10,
+        verbosity: str = "full",
+        read_only: bool = False,
+        as_of: int | None = None,
+        filters: RecallFilters | None = None,
+    ) -> dict[str, Any]:
+        """Hybrid recall: full-text, dense and graph activation, superseded hits ranked down, relevant
+        core memories injected; each returned memory is reactivated unless `read_only`."""
+        if verbosity not in ("concise", "full"):
+            raise InvalidInput("verbosity is concise or full")
+        if not 1 <= k <= MAX_LIMIT:
+            raise InvalidInput(f"k must be between 1 and {MAX_LIMIT}")
+        f = filters or RecallFilters()
+        scope = self._scope(prov, f, as_of=as_of)
+        search_filters = Filters(kinds=("memory",), statuses=f.statuses, memory=scope)
+        result = self._engine.search(query, search_filters, min(MAX_LIMIT, k * 3))
+        ranked = sorted(
+            ((self._adjusted(hit, as_of), hit) for hit in result.hits), key=lambda pair: (-pair[0], pair[1].ref)
+        )[:k]
+        chosen = [hit.ref for _, hit in ranked]
+        scores = {hit.ref: score for score, hit in ranked}
+        injected: list[str] = []
+        if "recent" not in result.signals:
+            core_filters = Filters(kinds=("memory",), memory=replace(scope, pinned_or_core=True))
+            for hit in self._engine.search(query, core_filters, CORE_INJECTION).hits:
+                if hit.ref not in scores:
+                    injected.append(hit.ref)
+                    scores[hit.ref] = 0.0
+        refs = chosen + injected
+        now = now_ms()
+        if read_only or not refs:
+            found = self._store.read(lambda r: memories.get_many(r, refs))
+        else:
+            found = self._store.write(lambda w: self._reactivate(w, refs, now, prov))
+        why_chains = self._why_chains(refs) if verbosity == "full" else {}
+        out = []
+        for ref in refs:
+            memory = found.get(ref)
+            if memory is None:
+                continue
+            item = memory.as_dict(concise=verbosity == "concise") | {"score": round(scores[ref], 6)}
+            if ref in injected:
+                item["injected"] = "core" if memory.is_core else "pinned"
+            if verbosity == "full":
+                item["why"] = why_chains.get(ref, [])
+            out.append(item)
+        caveats = list(result.caveats)
+        if as_of is not None:
+            caveats.append("as_of: only memories that were stored and held true at that time")
+        return {"memories": out, "caveats": caveats, "signals": list(result.signals)}
+
+    def _adjusted(self, hit: Hit, as_of: int | None) -> float:
+        superseded = hit.status == "superseded" and as_of is None
+        return hit.score * (SUPERSEDED_FACTOR if superseded else 1.0)
+
+    def _reactivate(self, w: Writer, refs: list[str], now: int, prov: Provenance) -> dict[str, Memory]:
+        memories.reactivate(w, refs, now)
+        found = memories.get_many(w, refs)
+        for ref, memory in found.items():
+            b = scoring.breakdown(
+                self.scoring, memory.last_reactivated_at, memories.degree(w, ref), memory.reactivation_count, now
+            )
+            memories.update(w, ref, decay_score=b.score, status=scoring.lifecycle_status(self.scoring, b.score))
+            documents.set_status(w, "memory", ref, "superseded" if memory.superseded_by else "active")
+        record_event(w, prov, "memory.recalled", {"ids": refs[:20], "count": len(refs)})
+        return memories.get_many(w, refs)
+
+    def _why_chains(self, refs: list[str]) -> dict[str, list[dict[str, Any]]]:
+        """For each memory, what it was caused by, and what that was caused by, up to WHY_DEPTH hops."""
+
+        def read(r: Any) -> dict[str, list[dict[str, Any]]]:
+            chains: dict[str, list[dict[str, Any]]] = {}
+            for ref in refs:
+                chain: list[dict[str, Any]] = []
+                seen = {ref}
+                frontier = [ref]
+                for depth in range(1, WHY_DEPTH + 1):
+                    edges = [e for e in memories.edges_touching(r, frontier, ("caused_by",)) if e.source in frontier]
+                    causes = [e.target for e in edges if e.target not in seen]
+                    found = memories.get_many(r, causes)
+                    for edge in edges:
+                        cause = found.get(edge.target)
+                        if cause is not None and edge.target not in seen and self._visible(cause):
+                            seen.add(edge.target)
+                            chain.append({"depth": depth, "id": cause.id, "summary": cause.as_dict(True)["summary"]})
+                    frontier = [c for c in causes if c in found]
+                    if not frontier:
+                        break
+                chains[ref] = chain
+            return chains
+
+        return self._store.read(read)
+
+    def search(self, query: str, prov: Provenance, filters: RecallFilters | None = None, k: int = 20) -> dict[str, Any]:
+        """Filtered search without reactivation; an empty query lists by latest activity."""
+        if not 1 <= k <= MAX_LIMIT:
+            raise InvalidInput(f"k must be between 1 and {MAX_LIMIT}")
+        f = filters or RecallFilters()
+        scope = self._scope(prov, f)
+        if not query.strip():
+            listed = self._store.read(lambda r: memories.listing(r, scope, f.statuses, k, "active"))
+            return {
+                "memories": [m.as_dict() for m in listed],
+                "mode": "enumerate",
+                "caveats": [] if listed else ["nothing matched these filters"],
+            }
+        result = self._engine.search(query, Filters(kinds=("memory",), statuses=f.statuses, memory=scope), k)
+        found = self._store.read(lambda r: memories.get_many(r, [h.ref for h in result.hits]))
+        items = [found[h.ref].as_dict() | {"score": h.score} for h in result.hits if h.ref in found]
+        return {"memories": items, "mode": "search", "caveats": result.caveats}
+
+    def traverse(
+        self, memory_id: str, depth: int = 2, edge_types: tuple[str, ...] = (), direction: str = "both"
+    ) -> dict[str, Any]:
+        """The memories reachable from one within `depth` hops, and every edge among them."""
+        check_id(memory_id)
+        if not 1 <= depth <= MAX_DEPTH:
+            raise InvalidInput(f"depth is 1-{MAX_DEPTH}")
+        unknown = [t for t in edge_types if t not in EDGE_TYPES]
+        if unknown:
+            raise InvalidInput(f"unknown edge type {unknown[0]!r}; edge types are {', '.join(EDGE_TYPES)}")
+        if direction not in ("out", "in", "both"):
+            raise InvalidInput("direction is out, in or both")
+
+        def read(r: Any) -> dict[str, Any]:
+            start = memories.get(r, memory_id)
+            if start is None or not self._visible(start):
+                raise NotFound(f"no memory {memory_id}")
+            depth_of = {memory_id: 0}
+            frontier = [memory_id]
+            truncated = False
+            for hop in range(1, depth + 1):
+                nxt: list[str] = []
+                for edge in memories.edges_touching(r, frontier, edge_types):
+                    for here, there, way in ((edge.source, edge.target, "out"), (edge.target, edge.source, "in")):
+                        if here in frontier and there not in depth_of and direction in (way, "both"):
+                            if len(depth_of) >= MAX_TRAVERSE_NODES:
+                                truncated = True
+                                continue
+                            depth_of[there] = hop
+                            nxt.append(there)
+                frontier = nxt
+                if not frontier:
+                    break
+            found = {mid: m for mid, m in memories.get_many(r, list(depth_of)).items() if self._visible(m)}
+            edges = [
+                e.as_dict()
+                for e in memories.edges_touching(r, list(found), edge_types)
+                if e.source in found and e.target in found
+            ]
+            nodes = [found[mid].as_dict(concise=True) | {"depth": d} for mid, d in depth_of.items() if mid in found]
+            caveats = [f"stopped at {MAX_TRAVERSE_NODES} memories; traverse from a farther one to see more"] * truncated
+            return {"nodes": nodes, "edges": edges, "caveats": caveats}
+
+        return self._store.read(read)
+
+    def explain(self, memory_id: str) -> dict[str, Any]:
+        """The score breakdown, the status it implies, and why it would or would not be forgotten now."""
+        check_id(memory_id)
+        now = now_ms()
+
+        def read(r: Any) -> dict[str, Any]:
+            memory = memories.get(r, memory_id)
+            if memory is None or not self._visible(memory):
+                raise NotFound(f"no memory {memory_id}")
+            edges = memories.edges_touching(r, [memory_id])
+            return self._explanation(memory, edges, now)
+
+        return self._store.read(read)
+
+    def _explanation(self, memory: Memory, edges: list[Edge], now: int) -> dict[str, Any]:
+        b = scoring.breakdown(self.scoring, memory.last_reactivated_at, len(edges), memory.reactivation_count, now)
+        kept = scoring.protection(
+            self.scoring, b, pinned=memory.pinned, core=memory.is_core, visibility=memory.visibility
+        )
+        by_type: dict[str, int] = {}
+        for e in edges:
+            by_type[e.type] = by_type.get(e.type, 0) + 1
+        return {
+            "id": memory.id,
+            "summary": memory.as_dict(True)["summary"],
+            "score": b.as_dict(),
+            "status": {"stored": memory.status, "by_score_now": scoring.lifecycle_status(self.scoring, b.score)},
+            "formula": "decay_score = relevance × connectivity × reactivation",
+            "edges_by_type": by_type,
+            "superseded_by": memory.superseded_by,
+            "would_be_forgotten_now": kept.prunable,
+            "kept_because": list(kept.reasons),
+            "config": self.scoring.__dict__,
+        }
+
+    def stats(self) -> dict[str, Any]:
+        def read(r: Any) -> dict[str, Any]:
+            return memories.counts(r) | {"last_maintenance": jobs.last_run(r, "memory.maintenance")}
+
+        return self._store.read(read)
+
+    def core_list(self, prov: Provenance, category: str | None = None) -> dict[str, Any]:
+        scope = MemoryScope(visible_to=self.user, project=prov.project)
+        found = self._store.read(lambda r: memories.core(r, scope, [category] if category else []))
+        prefs = self._store.read(lambda r: memories.preferences(r, prov.project or ""))
+        waiting = self._store.read(
+            lambda r: memories.core_candidates(r, scope, prefs["approval"], self.scoring.core_promotion_score)
+        )
+        return {
+            "core": [
+                {
+                    "key": m.core_key,
+                    "priority": m.core_priority,
+                    "id": m.id,
+                    "content": m.content,
+                    "category": m.category,
+                }
+                for m in found
+            ],
+            "preferences": prefs,
+            "awaiting_approval": [m.as_dict(concise=True) | {"category": m.category} for m in waiting],
+        }
+
+    def _visible(self, memory: Memory) -> bool:
+        return memory.owner == self.user or memory.visibility != "private"

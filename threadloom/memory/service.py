@@ -1,0 +1,400 @@
+"""Writing the memory graph: store, amend, link, pin, core, promote, delete, restore.
+
+Every write validates everything first and then runs as one transaction, so a call either
+happens whole or not at all. Similarity work (the model, the search) happens before the
+transaction, never while holding the writer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass, replace
+from typing import Any
+
+from threadloom.clock import now_ms
+from threadloom.errors import InvalidInput, NotFound
+from threadloom.identity import Provenance
+from threadloom.memory import scoring
+from threadloom.memory.conflicts import conflict_reason
+from threadloom.memory.model import (
+    ACYCLIC_TYPES,
+    MAX_CORE_CHARS,
+    VISIBILITIES,
+    Conflict,
+    Edge,
+    Link,
+    Memory,
+    NewMemory,
+    Stored,
+    check_core_key,
+    check_id,
+)
+from threadloom.memory.similarity import SimilarityFinder
+from threadloom.search.engine import SearchEngine
+from threadloom.search.model import Document, Filters, MemoryScope
+from threadloom.sessions import record_event
+from threadloom.store import documents, memories
+from threadloom.store.base import Reader, Store, Writer
+
+ARCHIVE_DAYS = 30
+
+
+@dataclass(frozen=True)
+class LinkingConfig:
+    max_auto_links: int = 3  # per stored memory, so the graph does not become a hairball
+    conflict_scan: int = 8  # similar memories checked for conflict hints
+    auto_link: bool = True
+
+
+def content_digest(content: str) -> str:
+    return hashlib.blake2b(" ".join(content.split()).encode(), digest_size=16).hexdigest()
+
+
+def new_memory_id() -> str:
+    return "m_" + secrets.token_hex(8)
+
+
+def memory_document(m: Memory) -> Document:
+    return Document(
+        kind="memory",
+        ref=m.id,
+        body=m.content,
+        title=m.summary or "",
+        project=m.project,
+        status="superseded" if m.superseded_by else m.status,
+        occurred_at=m.valid_from,
+    )
+
+
+class MemoryService:
+    def __init__(
+        self,
+        store: Store,
+        engine: SearchEngine,
+        user: str,
+        scoring_config: scoring.ScoringConfig | None = None,
+        linking: LinkingConfig | None = None,
+    ) -> None:
+        self._store = store
+        self._engine = engine
+        self.user = user
+        self.scoring = scoring_config or scoring.ScoringConfig()
+        self.linking = linking or LinkingConfig()
+        self._similar = SimilarityFinder(store, engine)
+
+    # store
+
+    def store(self, new: NewMemory, prov: Provenance, core_key: str | None = None, core_priority: int = 50) -> Stored:
+        """Store a memory with its explicit edges; an exact duplicate or a replayed idempotency key
+        returns the memory already there."""
+        if core_key is not None:
+            check_core_key(core_key)
+            if len(new.content) > MAX_CORE_CHARS:
+                raise InvalidInput(
+                    f"a core memory is at most {MAX_CORE_CHARS:,} characters: it is shown in every brief"
+                )
+        self._require(tuple(link.target for link in new.related))
+        digest = content_digest(new.content)
+        earlier = self._store.read(lambda r: self._earlier(r, new, prov.project, digest))
+        if earlier is not None:
+            return earlier
+        vector = self._similar.embed(new.content)
+        scope = MemoryScope(visible_to=self.user, project=prov.project, include_superseded=False)
+        candidates = self._similar.similar(
+            new.content, vector, Filters(kinds=("memory",), memory=scope), self.linking.conflict_scan
+        )
+        conflicts = tuple(
+            Conflict(c.ref, c.content, reason, c.similarity)
+            for c in candidates
+            if c.similarity >= self._similar.conflict_floor(c.measure)
+            for reason in [conflict_reason(new.content, c.content)]
+            if reason is not None
+        )
+        conflicting = {c.id for c in conflicts}
+        link_to = [
+            c
+            for c in candidates
+            if self.linking.auto_link
+            and c.similarity >= self._similar.link_floor(c.measure)
+            and c.ref not in conflicting
+        ][: self.linking.max_auto_links]
+        memory_id = new_memory_id()
+        now = now_ms()
+
+        def tx(w: Writer) -> Stored:
+            again = self._earlier(w, new, prov.project, digest)  # a racing writer may have stored it meanwhile
+            if again is not None:
+                return again
+            self._require_in(w, tuple(link.target for link in new.related))
+            if core_key is not None and memories.by_core_key(w, prov.project, core_key) is not None:
+                raise InvalidInput(f"core key {core_key!r} is taken in this project; amend that memory instead")
+            values = self._row(memory_id, new, prov, digest, now, core_key, core_priority)
+            memories.insert(w, values)
+            memory = memories.get(w, memory_id)
+            assert memory is not None
+            doc_id = documents.upsert(w, memory_document(memory), now)
+            if vector is not None and self._engine.embedder is not None:
+                documents.put_vector(
+                    w,
+                    doc_id,
+                    self._engine.embedder.fingerprint,
+                    documents.content_hash(memory_document(memory)),
+                    vector.astype("float32").tobytes(),
+                )
+            edges = []
+            for link in new.related:
+                edge = Edge(memory_id, link.target, link.type, 1.0, "explicit", now)
+                memories.insert_edge(w, edge, prov.session_id)
+                edges.append(edge)
+            autos = []
+            explicit_targets = {link.target for link in new.related}
+            for c in link_to:
+                if c.ref in explicit_targets or memories.connected(w, memory_id, c.ref):
+                    continue
+                edge = Edge(memory_id, c.ref, "related_to", round(c.similarity, 4), "auto_link", now)
+                memories.insert_edge(w, edge, prov.session_id)
+                autos.append(edge)
+            memory = self._rescore(w, memory_id, now)
+            record_event(w, prov, "memory.stored", {"id": memory_id, "edges": len(edges), "auto_links": len(autos)})
+            return Stored(memory, True, edges=tuple(edges), auto_links=tuple(autos), possible_conflicts=conflicts)
+
+        return self._store.write(tx)
+
+    def _earlier(self, r: Reader, new: NewMemory, project: str | None, digest: str) -> Stored | None:
+        if new.idempotency_key is not None:
+            seen = memories.by_idempotency_key(r, new.idempotency_key)
+            if seen is not None:
+                return Stored(seen, False, replayed=True)
+        same = memories.by_content(r, project, digest)
+        if same is not None:
+            return Stored(same, False, duplicate_of=same.id)
+        return None
+
+    def _row(
+        self,
+        memory_id: str,
+        new: NewMemory,
+        prov: Provenance,
+        digest: str,
+        now: int,
+        core_key: str | None,
+        core_priority: int,
+    ) -> dict[str, Any]:
+        entities = sorted({e.strip() for e in new.entities}, key=str.lower)
+        return {
+            "id": memory_id,
+            "content": new.content,
+            "summary": new.summary,
+            "category": new.category,
+            "kind": new.kind,
+            "entities": json.dumps(entities),
+            "project": prov.project,
+            "visibility": new.visibility,
+            "owner": self.user,
+            "status": "active",
+            "pinned": int(new.pinned or core_key is not None),
+            "core_key": core_key,
+            "core_priority": core_priority if core_key is not None else None,
+            "session_id": prov.session_id,
+            "vendor": prov.vendor,
+            "origin": prov.origin,
+            "content_hash": digest,
+            "idempotency_key": new.idempotency_key,
+            "created_at": now,
+            "valid_from": new.valid_from if new.valid_from is not None else now,
+            "decay_score": 0.0,
+        }
+
+    # amend and link
+
+    def amend(
+        self,
+        memory_id: str,
+        prov: Provenance,
+        content: str | None = None,
+        by: str | None = None,
+        reason: str | None = None,
+    ) -> dict[str, Any]:
+        """Correct a memory: a new one (from `content`, or the existing `by`) supersedes it. The old one
+        stays for audit, its validity closing where the new one's begins."""
+        check_id(memory_id)
+        if (content is None) == (by is None):
+            raise InvalidInput("give either content (a new memory) or by (an existing memory that replaces it)")
+        if reason is not None and len(reason) > 1_000:
+            raise InvalidInput("a reason is at most 1,000 characters")
+        old = self.get(memory_id)
+        if old.superseded_by:
+            raise InvalidInput(f"{memory_id} was already superseded by {old.superseded_by}; amend that one instead")
+        if by is not None:
+            check_id(by)
+            if by == memory_id:
+                raise InvalidInput("a memory cannot supersede itself")
+            replacement = self.get(by)
+        else:
+            assert content is not None
+            new = NewMemory(
+                content=content,
+                category=old.category,
+                kind=old.kind,
+                entities=old.entities,
+                visibility=old.visibility,  # type: ignore[arg-type]
+                pinned=old.pinned,
+            )
+            stored = self.store(new, replace(prov, project=old.project))
+            replacement = stored.memory
+            if replacement.id == memory_id:
+                raise InvalidInput("the new content is the same as the memory's: nothing to amend")
+        now = now_ms()
+
+        def tx(w: Writer) -> dict[str, Any]:
+            if memories.reaches(w, memory_id, replacement.id, ("supersedes",)):
+                raise InvalidInput(f"{memory_id} already supersedes {replacement.id}: that would make a cycle")
+            current = memories.get(w, memory_id)
+            if current is None or current.superseded_by:
+                raise InvalidInput(f"{memory_id} changed meanwhile; look it up again")
+            edge = Edge(replacement.id, memory_id, "supersedes", 1.0, "explicit", now, reason)
+            if not _has_edge(w, edge):
+                memories.insert_edge(w, edge, prov.session_id)
+            changes: dict[str, Any] = {
+                "superseded_by": replacement.id,
+                "valid_to": max(replacement.valid_from, old.valid_from),
+            }
+            if old.core_key is not None:  # the core slot moves to the correction
+                changes |= {"core_key": None, "core_priority": None}
+                memories.update(w, memory_id, **changes)
+                memories.update(w, replacement.id, core_key=old.core_key, core_priority=old.core_priority, pinned=1)
+            else:
+                memories.update(w, memory_id, **changes)
+            for mid in (memory_id, replacement.id):
+                m = self._rescore(w, mid, now)
+                documents.upsert(w, memory_document(m), now)
+            record_event(w, prov, "memory.amended", {"old": memory_id, "new": replacement.id, "reason": reason})
+            updated_old = memories.get(w, memory_id)
+            updated_new = memories.get(w, replacement.id)
+            assert updated_old is not None and updated_new is not None
+            return {"old": updated_old.as_dict(), "new": updated_new.as_dict(), "edge": edge.as_dict()}
+
+        return self._store.write(tx)
+
+    def link(self, source: str, target: str, edge_type: str, prov: Provenance, reason: str | None = None) -> Edge:
+        """An explicit typed edge between two stored memories: source --type--> target."""
+        requested = Link(target, edge_type)
+        check_id(source)
+        if source == target:
+            raise InvalidInput("an edge needs two different memories")
+        self._require((source, target))
+        now = now_ms()
+
+        def tx(w: Writer) -> Edge:
+            self._require_in(w, (source, target))
+            edge = Edge(source, target, requested.type, 1.0, "explicit", now, reason)
+            if _has_edge(w, edge):
+                raise InvalidInput(f"{source} --{edge_type}--> {target} already exists")
+            if edge_type in ACYCLIC_TYPES and memories.reaches(w, target, source, (edge_type,)):
+                raise InvalidInput(
+                    f"{target} already leads back to {source} through {edge_type} edges: this one would make a cycle"
+                )
+            memories.insert_edge(w, edge, prov.session_id)
+            for mid in (source, target):
+                self._rescore(w, mid, now)
+            record_event(w, prov, "memory.linked", {"source": source, "target": target, "type": edge_type})
+            return edge
+
+        return self._store.write(tx)
+
+    # flags
+
+    def pin(self, memory_id: str, pinned: bool, prov: Provenance) -> Memory:
+        memory = self.get(check_id(memory_id))
+        if not pinned and memory.is_core:
+            raise InvalidInput(f"{memory_id} is a core memory ({memory.core_key}); remove it from core to unpin it")
+        return self.update_flags(memory_id, prov, "memory.pinned" if pinned else "memory.unpinned", pinned=int(pinned))
+
+    def promote(self, memory_id: str, visibility: str, prov: Provenance) -> Memory:
+        """Widen who sees a memory (private -> project -> org); only its owner may."""
+        memory = self.get(check_id(memory_id))
+        if visibility not in VISIBILITIES:
+            raise InvalidInput(f"visibility must be one of {', '.join(VISIBILITIES)}")
+        if memory.owner != self.user:
+            raise InvalidInput(f"only the owner ({memory.owner}) may promote {memory_id}")
+        if VISIBILITIES.index(visibility) <= VISIBILITIES.index(memory.visibility):
+            raise InvalidInput(f"{memory_id} is already {memory.visibility}; promotion only widens visibility")
+        return self.update_flags(memory_id, prov, "memory.promoted", visibility=visibility)
+
+    def update_flags(self, memory_id: str, prov: Provenance, event: str, **changes: Any) -> Memory:
+        now = now_ms()
+
+        def tx(w: Writer) -> Memory:
+            self._require_in(w, (memory_id,))
+            memories.update(w, memory_id, **changes)
+            memory = self._rescore(w, memory_id, now)
+            record_event(w, prov, event, {"id": memory_id} | {k: v for k, v in changes.items() if k != "content"})
+            return memory
+
+        return self._store.write(tx)
+
+    # delete and restore
+
+    def delete(self, memory_id: str, prov: Provenance) -> dict[str, Any]:
+        """Delete a memory and its edges for good (no archive)."""
+        self.get(check_id(memory_id))
+
+        def tx(w: Writer) -> dict[str, Any]:
+            edges = memories.edges_touching(w, [memory_id])
+            neighbours = {e.source for e in edges} | {e.target for e in edges}
+            w.execute(
+                "UPDATE memories SET superseded_by = NULL, valid_to = NULL WHERE superseded_by = :id", {"id": memory_id}
+            )
+            documents.remove(w, "memory", memory_id)
+            if not memories.delete(w, memory_id):
+                raise NotFound(f"no memory {memory_id}")
+            now = now_ms()
+            for mid in neighbours - {memory_id}:
+                m = self._rescore(w, mid, now)
+                documents.upsert(w, memory_document(m), now)
+            record_event(w, prov, "memory.deleted", {"id": memory_id, "edges": len(edges)})
+            return {"deleted": memory_id, "edges_deleted": len(edges)}
+
+        return self._store.write(tx)
+
+    # shared
+
+    def _rescore(self, w: Writer, memory_id: str, now: int) -> Memory:
+        return rescore(w, self.scoring, memory_id, now)
+
+    def _require(self, ids: tuple[str, ...]) -> None:
+        self._store.read(lambda r: self._require_in(r, ids))
+
+    def _require_in(self, r: Reader, ids: tuple[str, ...]) -> None:
+        found = memories.get_many(r, list(ids))
+        for mid in ids:
+            memory = found.get(mid)
+            if memory is None or not self._visible(memory):
+                raise NotFound(f"no memory {mid}; nothing was written")
+
+    def get(self, memory_id: str) -> Memory:
+        memory = self._store.read(lambda r: memories.get(r, memory_id))
+        if memory is None or not self._visible(memory):
+            raise NotFound(f"no memory {memory_id}")
+        return memory
+
+    def _visible(self, memory: Memory) -> bool:
+        return memory.owner == self.user or memory.visibility != "private"
+
+
+def rescore(w: Writer, config: scoring.ScoringConfig, memory_id: str, now: int) -> Memory:
+    """Recompute one memory's score and status from its current edges and recalls."""
+    memory = memories.get(w, memory_id)
+    if memory is None:
+        raise NotFound(f"no memory {memory_id}")
+    degree = memories.degree(w, memory_id)
+    b = scoring.breakdown(config, memory.last_reactivated_at, degree, memory.reactivation_count, now)
+    status = scoring.lifecycle_status(config, b.score)
+    memories.update(w, memory_id, decay_score=b.score, status=status, scored_at=now)
+    return replace(memory, decay_score=b.score, status=status)
+
+
+def _has_edge(r: Reader, edge: Edge) -> bool:
+    return memories.has_edge(r, edge.source, edge.target, edge.type)

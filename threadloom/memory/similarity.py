@@ -1,0 +1,83 @@
+"""How alike a new memory is to stored ones: cosine of embeddings when both have one, otherwise
+the overlap of their words. Auto-linking and conflict hints both start here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final
+
+from threadloom.search.engine import SearchEngine
+from threadloom.search.model import Filters
+from threadloom.search.query import STOPWORDS
+from threadloom.store import documents
+from threadloom.store.base import Store
+
+if TYPE_CHECKING:
+    from threadloom.search.embedder import Matrix
+
+_WORD: Final = re.compile(r"[^\W_]+", re.UNICODE)
+# Word overlap (Jaccard of content words) that counts without a model. Restatements of one fact
+# share about half their content words; merely related statements, a third.
+WORDS_LINK_FLOOR: Final = 0.5
+WORDS_CONFLICT_FLOOR: Final = 0.3
+
+
+@dataclass(frozen=True)
+class Similar:
+    ref: str
+    content: str
+    similarity: float
+    measure: str  # "cosine" or "words"
+
+
+def words(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in STOPWORDS}
+
+
+def overlap(a: str, b: str) -> float:
+    wa, wb = words(a), words(b)
+    return len(wa & wb) / len(wa | wb) if wa or wb else 0.0
+
+
+class SimilarityFinder:
+    def __init__(self, store: Store, engine: SearchEngine) -> None:
+        self._store = store
+        self._engine = engine
+
+    def embed(self, text: str) -> Matrix | None:
+        """The text's vector as a stored document, or None while no model is loaded."""
+        embedder = self._engine.embedder
+        return embedder.embed_documents([text])[0] if embedder is not None else None
+
+    def link_floor(self, measure: str) -> float:
+        """An auto-link is permanent structure, so its floor sits halfway between recall's floor and 1."""
+        if measure == "words" or self._engine.embedder is None:
+            return WORDS_LINK_FLOOR
+        recall_floor = self._engine.embedder.dense_floor
+        return recall_floor + (1.0 - recall_floor) * 0.5
+
+    def conflict_floor(self, measure: str) -> float:
+        if measure == "words" or self._engine.embedder is None:
+            return WORDS_CONFLICT_FLOOR
+        return self._engine.embedder.dense_floor
+
+    def similar(self, content: str, vector: Matrix | None, filters: Filters, scan: int) -> list[Similar]:
+        """The `scan` best search hits for `content`, each with its similarity, most similar first."""
+        hits = self._engine.search(content, filters, scan, vector=vector).hits
+        embedder = self._engine.embedder
+        stored: dict[int, bytes] = {}
+        if vector is not None and embedder is not None and hits:
+            ids = [h.doc_id for h in hits]
+            stored = dict(self._store.read(lambda r: documents.vectors_of(r, embedder.fingerprint, ids, filters)))
+        found = []
+        for hit in hits:
+            if hit.doc_id in stored and vector is not None:
+                import numpy as np
+
+                cosine = float(np.dot(vector, np.frombuffer(stored[hit.doc_id], dtype=np.float32)))
+                found.append(Similar(hit.ref, hit.body, cosine, "cosine"))
+            else:  # no model, or this one is not embedded yet
+                found.append(Similar(hit.ref, hit.body, overlap(content, hit.body), "words"))
+        return sorted(found, key=lambda s: -s.similarity)

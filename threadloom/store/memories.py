@@ -1,0 +1,355 @@
+"""The memory graph in SQLite: memories, their entities, typed edges, the prune archive and
+job leases. Plain SQL both dialects accept where it costs nothing; the service sees rows.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from threadloom.memory.model import Edge, Memory
+from threadloom.search.model import MemoryScope
+from threadloom.store.base import Reader, Row, Writer
+from threadloom.store.documents import memory_scope_sql
+
+_CHUNK = 400
+
+
+def to_memory(row: Row) -> Memory:
+    return Memory(
+        id=row["id"],
+        content=row["content"],
+        summary=row["summary"],
+        category=row["category"],
+        kind=row["kind"],
+        entities=tuple(json.loads(row["entities"])),
+        project=row["project"],
+        visibility=row["visibility"],
+        owner=row["owner"],
+        status=row["status"],
+        pinned=bool(row["pinned"]),
+        core_key=row["core_key"],
+        core_priority=row["core_priority"],
+        session_id=row["session_id"],
+        vendor=row["vendor"],
+        origin=row["origin"],
+        created_at=int(row["created_at"]),
+        last_reactivated_at=int(row["last_reactivated_at"]),
+        reactivation_count=int(row["reactivation_count"]),
+        valid_from=int(row["valid_from"]),
+        valid_to=row["valid_to"],
+        superseded_by=row["superseded_by"],
+        decay_score=float(row["decay_score"]),
+    )
+
+
+def to_edge(row: Row) -> Edge:
+    return Edge(
+        source=row["source"],
+        target=row["target"],
+        type=row["type"],
+        weight=float(row["weight"]),
+        made_by=row["made_by"],
+        created_at=int(row["created_at"]),
+        reason=row["reason"],
+    )
+
+
+def _keys(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    params = {f"{prefix}{n}": v for n, v in enumerate(values)}
+    return ", ".join(":" + k for k in params), params
+
+
+# memories
+
+
+def insert(w: Writer, values: dict[str, Any]) -> None:
+    w.execute(
+        "INSERT INTO memories (id, content, summary, category, kind, entities, project, visibility, owner, status, "
+        "pinned, core_key, core_priority, session_id, vendor, origin, content_hash, idempotency_key, created_at, "
+        "last_reactivated_at, reactivation_count, valid_from, valid_to, superseded_by, decay_score, scored_at) "
+        "VALUES (:id, :content, :summary, :category, :kind, :entities, :project, :visibility, :owner, :status, "
+        ":pinned, :core_key, :core_priority, :session_id, :vendor, :origin, :content_hash, :idempotency_key, "
+        ":created_at, :created_at, 0, :valid_from, NULL, NULL, :decay_score, :created_at)",
+        values,
+    )
+    for entity in json.loads(values["entities"]):
+        w.execute(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity) VALUES (:id, :entity)",
+            {"id": values["id"], "entity": entity},
+        )
+
+
+def get(r: Reader, memory_id: str) -> Memory | None:
+    row = r.one("SELECT * FROM memories WHERE id = :id", {"id": memory_id})
+    return to_memory(row) if row else None
+
+
+def get_many(r: Reader, ids: Sequence[str]) -> dict[str, Memory]:
+    found: dict[str, Memory] = {}
+    for start in range(0, len(ids), _CHUNK):
+        keys, params = _keys("i", ids[start : start + _CHUNK])
+        found.update(
+            (row["id"], to_memory(row)) for row in r.rows(f"SELECT * FROM memories WHERE id IN ({keys})", params)
+        )
+    return found
+
+
+def by_idempotency_key(r: Reader, key: str) -> Memory | None:
+    row = r.one("SELECT * FROM memories WHERE idempotency_key = :k", {"k": key})
+    return to_memory(row) if row else None
+
+
+def by_content(r: Reader, project: str | None, digest: str) -> Memory | None:
+    row = r.one(
+        "SELECT * FROM memories WHERE COALESCE(project, '') = :p AND content_hash = :h",
+        {"p": project or "", "h": digest},
+    )
+    return to_memory(row) if row else None
+
+
+def by_core_key(r: Reader, project: str | None, key: str) -> Memory | None:
+    row = r.one(
+        "SELECT * FROM memories WHERE COALESCE(project, '') = :p AND core_key = :k", {"p": project or "", "k": key}
+    )
+    return to_memory(row) if row else None
+
+
+def listing(r: Reader, scope: MemoryScope, statuses: Sequence[str], limit: int, order: str) -> list[Memory]:
+    """Memories passing `scope`, newest activity first (`order` is `active` or `created`)."""
+    where, params = memory_scope_sql(scope)
+    if statuses:
+        keys, status_params = _keys("s", list(statuses))
+        where += f" AND m.status IN ({keys})"
+        params |= status_params
+    column = "m.last_reactivated_at" if order == "active" else "m.created_at"
+    rows = r.rows(
+        f"SELECT m.* FROM memories m WHERE {where} ORDER BY {column} DESC, m.id LIMIT :limit", params | {"limit": limit}
+    )
+    return [to_memory(row) for row in rows]
+
+
+def core(r: Reader, scope: MemoryScope, categories: Sequence[str]) -> list[Memory]:
+    where, params = memory_scope_sql(scope)
+    if categories:
+        keys, cat_params = _keys("c", list(categories))
+        where += f" AND m.category IN ({keys})"
+        params |= cat_params
+    rows = r.rows(
+        f"SELECT m.* FROM memories m WHERE m.core_key IS NOT NULL AND m.superseded_by IS NULL AND {where} "
+        "ORDER BY m.core_priority DESC, m.core_key",
+        params,
+    )
+    return [to_memory(row) for row in rows]
+
+
+def core_candidates(r: Reader, scope: MemoryScope, categories: Sequence[str], min_score: float) -> list[Memory]:
+    if not categories:
+        return []
+    where, params = memory_scope_sql(scope)
+    keys, cat_params = _keys("c", list(categories))
+    rows = r.rows(
+        f"SELECT m.* FROM memories m WHERE m.core_key IS NULL AND m.superseded_by IS NULL AND m.category IN ({keys}) "
+        f"AND m.decay_score >= :min AND {where} ORDER BY m.decay_score DESC LIMIT 20",
+        params | cat_params | {"min": min_score},
+    )
+    return [to_memory(row) for row in rows]
+
+
+def update(w: Writer, memory_id: str, **changes: Any) -> None:
+    sets = ", ".join(f"{column} = :{column}" for column in changes)
+    w.execute(f"UPDATE memories SET {sets} WHERE id = :id", changes | {"id": memory_id})
+
+
+def reactivate(w: Writer, ids: Sequence[str], now: int) -> None:
+    for start in range(0, len(ids), _CHUNK):
+        keys, params = _keys("i", ids[start : start + _CHUNK])
+        w.execute(
+            "UPDATE memories SET last_reactivated_at = :now, reactivation_count = reactivation_count + 1, "
+            f"status = 'active' WHERE id IN ({keys})",
+            params | {"now": now},
+        )
+
+
+def delete(w: Writer, memory_id: str) -> bool:
+    return w.execute("DELETE FROM memories WHERE id = :id", {"id": memory_id}) > 0
+
+
+def scoring_inputs(r: Reader, after: str, limit: int) -> list[tuple[Any, ...]]:
+    """A page of what scoring needs, by id: (id, last_reactivated_at, recalls, degree, pinned, core, visibility,
+    status, decay_score, category)."""
+    return r.tuples(
+        "SELECT m.id, m.last_reactivated_at, m.reactivation_count, "
+        "(SELECT count(*) FROM memory_edges e WHERE e.source = m.id) + "
+        "(SELECT count(*) FROM memory_edges e WHERE e.target = m.id), "
+        "m.pinned, m.core_key IS NOT NULL, m.visibility, m.status, m.decay_score, m.category "
+        "FROM memories m WHERE m.id > :after ORDER BY m.id LIMIT :limit",
+        {"after": after, "limit": limit},
+    )
+
+
+def counts(r: Reader) -> dict[str, Any]:
+    by_status = dict(r.tuples("SELECT status, count(*) FROM memories GROUP BY status"))
+    by_category = dict(
+        r.tuples("SELECT COALESCE(category, '-'), count(*) FROM memories GROUP BY 1 ORDER BY 2 DESC LIMIT 20")
+    )
+    by_type = dict(r.tuples("SELECT type, count(*) FROM memory_edges GROUP BY type"))
+    by_maker = dict(r.tuples("SELECT made_by, count(*) FROM memory_edges GROUP BY made_by"))
+    row = r.one(
+        "SELECT count(*) AS total, COALESCE(sum(pinned), 0) AS pinned, count(core_key) AS core, "
+        "count(superseded_by) AS superseded, COALESCE(avg(decay_score), 0) AS mean_score FROM memories"
+    )
+    assert row is not None
+    return {
+        "memories": int(row["total"]),
+        "by_status": by_status,
+        "by_category": by_category,
+        "pinned": int(row["pinned"]),
+        "core": int(row["core"]),
+        "superseded": int(row["superseded"]),
+        "mean_decay_score": round(float(row["mean_score"]), 4),
+        "edges": sum(by_type.values()),
+        "edges_by_type": by_type,
+        "edges_by_maker": by_maker,
+        "archived": int(r.scalar("SELECT count(*) FROM memory_archive")),
+    }
+
+
+# edges
+
+
+def insert_edge(w: Writer, edge: Edge, session_id: str | None) -> None:
+    w.execute(
+        "INSERT INTO memory_edges (source, target, type, weight, made_by, reason, session_id, created_at) "
+        "VALUES (:source, :target, :type, :weight, :made_by, :reason, :sid, :at)",
+        {
+            "source": edge.source,
+            "target": edge.target,
+            "type": edge.type,
+            "weight": edge.weight,
+            "made_by": edge.made_by,
+            "reason": edge.reason,
+            "sid": session_id,
+            "at": edge.created_at,
+        },
+    )
+
+
+def edges_touching(r: Reader, ids: Sequence[str], types: Sequence[str] = ()) -> list[Edge]:
+    """Edges with either end in `ids`, optionally of some types only."""
+    found: dict[tuple[str, str, str], Edge] = {}
+    type_sql, type_params = "", dict[str, Any]()
+    if types:
+        keys, type_params = _keys("t", list(types))
+        type_sql = f" AND type IN ({keys})"
+    for start in range(0, len(ids), _CHUNK):
+        keys, params = _keys("i", ids[start : start + _CHUNK])
+        for column in ("source", "target"):
+            for row in r.rows(f"SELECT * FROM memory_edges WHERE {column} IN ({keys}){type_sql}", params | type_params):
+                edge = to_edge(row)
+                found[(edge.source, edge.target, edge.type)] = edge
+    return sorted(found.values(), key=lambda e: (e.created_at, e.source, e.target, e.type))
+
+
+def has_edge(r: Reader, source: str, target: str, edge_type: str) -> bool:
+    return bool(
+        r.scalar(
+            "SELECT EXISTS (SELECT 1 FROM memory_edges WHERE source = :s AND target = :t AND type = :y)",
+            {"s": source, "t": target, "y": edge_type},
+        )
+    )
+
+
+def degree(r: Reader, memory_id: str) -> int:
+    return int(
+        r.scalar(
+            "SELECT (SELECT count(*) FROM memory_edges WHERE source = :id) + "
+            "(SELECT count(*) FROM memory_edges WHERE target = :id)",
+            {"id": memory_id},
+        )
+    )
+
+
+def connected(r: Reader, a: str, b: str) -> bool:
+    return bool(
+        r.scalar(
+            "SELECT EXISTS (SELECT 1 FROM memory_edges WHERE (source = :a AND target = :b) "
+            "OR (source = :b AND target = :a))",
+            {"a": a, "b": b},
+        )
+    )
+
+
+def reaches(r: Reader, start: str, goal: str, types: Iterable[str]) -> bool:
+    """Whether `goal` can be reached from `start` along outgoing edges of `types`."""
+    keys, params = _keys("t", list(types))
+    return bool(
+        r.scalar(
+            f"""WITH RECURSIVE walk(id) AS (
+                    SELECT :start UNION
+                    SELECT e.target FROM memory_edges e JOIN walk ON e.source = walk.id WHERE e.type IN ({keys}))
+                SELECT EXISTS (SELECT 1 FROM walk WHERE id = :goal)""",
+            params | {"start": start, "goal": goal},
+        )
+    )
+
+
+# the prune archive
+
+
+def archive(w: Writer, memory_id: str, payload: dict[str, Any], now: int) -> None:
+    w.execute(
+        "INSERT OR REPLACE INTO memory_archive (id, payload, pruned_at) VALUES (:id, :payload, :now)",
+        {"id": memory_id, "payload": json.dumps(payload, separators=(",", ":")), "now": now},
+    )
+
+
+def archived(r: Reader, memory_id: str) -> tuple[dict[str, Any], int] | None:
+    row = r.one("SELECT payload, pruned_at FROM memory_archive WHERE id = :id", {"id": memory_id})
+    return (json.loads(row["payload"]), int(row["pruned_at"])) if row else None
+
+
+def unarchive(w: Writer, memory_id: str) -> None:
+    w.execute("DELETE FROM memory_archive WHERE id = :id", {"id": memory_id})
+
+
+def purge_archive(w: Writer, before: int) -> int:
+    return w.execute("DELETE FROM memory_archive WHERE pruned_at < :before", {"before": before})
+
+
+def raw_row(r: Reader, memory_id: str) -> dict[str, Any] | None:
+    row = r.one("SELECT * FROM memories WHERE id = :id", {"id": memory_id})
+    return dict(row) if row else None
+
+
+def restore_row(w: Writer, row: dict[str, Any]) -> None:
+    columns = list(row)
+    w.execute(
+        f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})",
+        row,
+    )
+    for entity in json.loads(row["entities"]):
+        w.execute(
+            "INSERT OR IGNORE INTO memory_entities (memory_id, entity) VALUES (:id, :entity)",
+            {"id": row["id"], "entity": entity},
+        )
+
+
+# core preferences
+
+
+def preferences(r: Reader, scope: str) -> dict[str, list[str]]:
+    row = r.one("SELECT auto, approval, excluded FROM memory_preferences WHERE scope = :s", {"s": scope})
+    if row is None:
+        return {"auto": [], "approval": [], "excluded": []}
+    return {name: json.loads(row[name]) for name in ("auto", "approval", "excluded")}
+
+
+def set_preferences(w: Writer, scope: str, prefs: dict[str, list[str]], now: int) -> None:
+    w.execute(
+        "INSERT INTO memory_preferences (scope, auto, approval, excluded, updated_at) "
+        "VALUES (:s, :auto, :approval, :excluded, :now) ON CONFLICT (scope) DO UPDATE SET "
+        "auto = excluded.auto, approval = excluded.approval, excluded = excluded.excluded, updated_at = :now",
+        {"s": scope, "now": now} | {k: json.dumps(v) for k, v in prefs.items()},
+    )
