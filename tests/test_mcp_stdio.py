@@ -26,7 +26,13 @@ async def test_status_reports_store_session_and_server(home: Path, mode: str) ->
     async with Client(params, mode="legacy") as client:
         assert "threadloom" in (client.instructions or "")
         tools = await client.list_tools()
-        assert [t.name for t in tools.tools] == ["status"]
+        assert [t.name for t in tools.tools] == [
+            "status",
+            "memory_store",
+            "memory_recall",
+            "memory_amend",
+            "memory_core",
+        ]
         st = structured(await client.call_tool("status", {}))
     assert st["store"]["path"] == str(home / "threadloom.db")
     assert st["store"]["schema_version"] >= 1

@@ -137,6 +137,7 @@ def test_amend_supersedes_keeps_the_old_one_for_audit_and_ranks_it_down(g: Graph
     assert result["edge"] == result["edge"] | {"source": new, "target": old, "type": "supersedes", "reason": "moved"}
     hits = g.recall.recall("staging database host", PROV)["memories"]
     assert [h["id"] for h in hits] == [new, old] and hits[1]["superseded_by"] == new
+    assert g.count("memory_edges") == 1  # the supersedes edge, no auto-link beside it
     with pytest.raises(InvalidInput, match="already superseded"):
         g.memory.amend(old, PROV, content="again")
 

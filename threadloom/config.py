@@ -24,6 +24,15 @@ ENV_PREFIX = "THREADLOOM_"
 MAX_SOCKET_PATH = 104
 
 
+def _login_name() -> str:
+    import getpass
+
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "local"
+
+
 class Settings(BaseSettings):
     """Every setting threadloom reads. The environment name is `THREADLOOM_` + the field name in capitals."""
 
@@ -46,6 +55,24 @@ class Settings(BaseSettings):
     embedder_url: str = Field("", description="Base URL of an OpenAI-compatible embeddings API (embedder=openai).")
     embedder_model: str = Field("", description="Model name for the OpenAI-compatible embeddings API.")
     embedder_api_key: SecretStr | None = Field(None, description="API key for the embeddings API, if it needs one.")
+    user: str = Field(
+        default_factory=_login_name, min_length=1, max_length=100, description="Who owns the memories written here."
+    )
+    maintenance_interval: float = Field(
+        600.0, ge=0, description="Seconds between memory maintenance passes in the daemon; 0 turns them off."
+    )
+    memory_half_life_days: float = Field(30.0, gt=0, description="Idle days that halve a memory's relevance.")
+    memory_min_connectivity: float = Field(
+        0.3, gt=0, le=1, description="Connectivity factor of a memory with no edges."
+    )
+    memory_min_reactivation: float = Field(
+        0.5, gt=0, le=1, description="Reactivation factor of a never-recalled memory."
+    )
+    memory_dormant_below: float = Field(0.1, ge=0, le=1, description="Score under which a memory is dormant.")
+    memory_fading_below: float = Field(0.04, ge=0, le=1, description="Score under which a memory is fading.")
+    memory_forget_below: float = Field(0.01, ge=0, le=1, description="Score under which a memory may be pruned.")
+    memory_min_idle_days: float = Field(30.0, ge=0, description="Idle days before a memory may be pruned.")
+    memory_max_auto_links: int = Field(3, ge=0, le=20, description="Auto-links per stored memory; 0 turns them off.")
 
     @property
     def layout(self) -> HomeLayout:

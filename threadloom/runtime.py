@@ -16,6 +16,11 @@ import anyio.to_thread
 from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.errors import ThreadloomError
+from threadloom.memory.core import CoreMemory
+from threadloom.memory.maintenance import Maintenance
+from threadloom.memory.recall import MemoryRecall
+from threadloom.memory.scoring import ScoringConfig
+from threadloom.memory.service import LinkingConfig, MemoryService
 from threadloom.search.embedders import LazyEmbedder
 from threadloom.search.engine import SearchEngine
 from threadloom.sessions import SessionInfo, SessionService
@@ -40,6 +45,10 @@ class Runtime:
     status: StatusService
     search: SearchEngine
     embedder: LazyEmbedder
+    memory: MemoryService
+    recall: MemoryRecall
+    core: CoreMemory
+    maintenance: Maintenance
     started_at_ms: int = field(default_factory=now_ms)
     _started_monotonic: float = field(default_factory=time.monotonic)
     live: dict[str, SessionInfo] = field(default_factory=dict)
@@ -73,6 +82,28 @@ class Runtime:
             "state": state,
             "fingerprint": loaded.fingerprint if loaded else None,
         }
+
+    async def run_background_jobs(self) -> None:
+        """Every background job of a serving process, until cancelled."""
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self.keep_vectors_current)
+            tg.start_soon(self.keep_memories_maintained)
+
+    async def keep_memories_maintained(self) -> None:
+        """Background job: the memory maintenance pass, every `maintenance_interval` seconds (0: never).
+        Single-flight across processes: a pass another process holds is skipped."""
+        interval = self.settings.maintenance_interval
+        if interval <= 0:
+            return
+        while True:
+            await anyio.sleep(interval)
+            try:
+                report = await self.call(self.maintenance.run)
+            except ThreadloomError as exc:
+                log.warning("memory maintenance failed: %s", exc.message)
+                continue
+            if report.ran and (report.pruned or report.transitions):
+                log.info("memory maintenance: %s", report.as_dict())
 
     async def keep_vectors_current(self) -> None:
         """Background job: embed new and changed documents once the model is loaded.
@@ -118,6 +149,10 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         write_attempts=settings.write_attempts,
     )
     search = SearchEngine(store)
+    scoring = scoring_config(settings)
+    memory = MemoryService(
+        store, search, settings.user, scoring, LinkingConfig(max_auto_links=settings.memory_max_auto_links)
+    )
     return Runtime(
         settings=settings,
         store=store,
@@ -126,5 +161,21 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         status=StatusService(store),
         search=search,
         embedder=LazyEmbedder(settings, on_ready=search.attach_embedder),
+        memory=memory,
+        recall=MemoryRecall(store, search, settings.user, scoring),
+        core=CoreMemory(store, memory),
+        maintenance=Maintenance(store, scoring),
         store_lock_fd=lock_fd,
+    )
+
+
+def scoring_config(settings: Settings) -> ScoringConfig:
+    return ScoringConfig(
+        half_life_days=settings.memory_half_life_days,
+        min_connectivity=settings.memory_min_connectivity,
+        min_reactivation=settings.memory_min_reactivation,
+        dormant_below=settings.memory_dormant_below,
+        fading_below=settings.memory_fading_below,
+        forget_below=settings.memory_forget_below,
+        min_idle_days=settings.memory_min_idle_days,
     )

@@ -61,7 +61,7 @@ class Daemon:
             tg.start_soon(self._accept, tg)
             tg.start_soon(self._watch_idle)
             tg.start_soon(self._watch_signals)
-            tg.start_soon(self.runtime.keep_vectors_current)
+            tg.start_soon(self.runtime.run_background_jobs)
             await self._retire.wait()
             await self._stop_listening()
             while self._sessions and not self._force:

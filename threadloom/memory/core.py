@@ -8,8 +8,8 @@ from __future__ import annotations
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
-from threadloom.memory.model import MAX_CORE_CHARS, Memory, NewMemory, check_core_key, check_id
-from threadloom.memory.service import MemoryService, content_digest
+from threadloom.memory.model import MAX_CORE_CHARS, Memory, NewMemory, check_core_key, check_id, content_digest
+from threadloom.memory.service import MemoryService
 from threadloom.sessions import record_event
 from threadloom.store import memories
 from threadloom.store.base import Store, Writer

@@ -17,8 +17,8 @@ from threadloom.clock import now_ms
 from threadloom.errors import NotFound
 from threadloom.identity import Provenance
 from threadloom.memory import scoring
-from threadloom.memory.model import Memory, check_id
-from threadloom.memory.service import ARCHIVE_DAYS, memory_document, rescore
+from threadloom.memory.model import Memory, check_id, memory_document
+from threadloom.memory.service import ARCHIVE_DAYS, rescore
 from threadloom.sessions import record_event
 from threadloom.store import documents, jobs, memories
 from threadloom.store.base import Reader, Store, Writer

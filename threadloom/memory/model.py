@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from threadloom.errors import InvalidInput
+from threadloom.search.model import Document
 
 MAX_CONTENT_CHARS: Final = 20_000  # a memory is a fact or a decision, not a document; files go elsewhere
 MAX_SUMMARY_CHARS: Final = 500
@@ -235,3 +238,23 @@ class Stored:
         out["auto_links"] = [e.as_dict() for e in self.auto_links]
         out["possible_conflicts"] = [c.as_dict() for c in self.possible_conflicts]
         return out
+
+
+def content_digest(content: str) -> str:
+    return hashlib.blake2b(" ".join(content.split()).encode(), digest_size=16).hexdigest()
+
+
+def new_memory_id() -> str:
+    return "m_" + secrets.token_hex(8)
+
+
+def memory_document(m: Memory) -> Document:
+    return Document(
+        kind="memory",
+        ref=m.id,
+        body=m.content,
+        title=m.summary or "",
+        project=m.project,
+        status="superseded" if m.superseded_by else m.status,
+        occurred_at=m.valid_from,
+    )

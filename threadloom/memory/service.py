@@ -7,9 +7,7 @@ transaction, never while holding the writer.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import secrets
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,10 +28,13 @@ from threadloom.memory.model import (
     Stored,
     check_core_key,
     check_id,
+    content_digest,
+    memory_document,
+    new_memory_id,
 )
 from threadloom.memory.similarity import SimilarityFinder
 from threadloom.search.engine import SearchEngine
-from threadloom.search.model import Document, Filters, MemoryScope
+from threadloom.search.model import Filters, MemoryScope
 from threadloom.sessions import record_event
 from threadloom.store import documents, memories
 from threadloom.store.base import Reader, Store, Writer
@@ -43,29 +44,8 @@ ARCHIVE_DAYS = 30
 
 @dataclass(frozen=True)
 class LinkingConfig:
-    max_auto_links: int = 3  # per stored memory, so the graph does not become a hairball
+    max_auto_links: int = 3  # per stored memory, so the graph does not become a hairball; 0 turns it off
     conflict_scan: int = 8  # similar memories checked for conflict hints
-    auto_link: bool = True
-
-
-def content_digest(content: str) -> str:
-    return hashlib.blake2b(" ".join(content.split()).encode(), digest_size=16).hexdigest()
-
-
-def new_memory_id() -> str:
-    return "m_" + secrets.token_hex(8)
-
-
-def memory_document(m: Memory) -> Document:
-    return Document(
-        kind="memory",
-        ref=m.id,
-        body=m.content,
-        title=m.summary or "",
-        project=m.project,
-        status="superseded" if m.superseded_by else m.status,
-        occurred_at=m.valid_from,
-    )
 
 
 class MemoryService:
@@ -86,9 +66,17 @@ class MemoryService:
 
     # store
 
-    def store(self, new: NewMemory, prov: Provenance, core_key: str | None = None, core_priority: int = 50) -> Stored:
+    def store(
+        self,
+        new: NewMemory,
+        prov: Provenance,
+        core_key: str | None = None,
+        core_priority: int = 50,
+        not_linked_to: tuple[str, ...] = (),
+    ) -> Stored:
         """Store a memory with its explicit edges; an exact duplicate or a replayed idempotency key
-        returns the memory already there."""
+        returns the memory already there. `not_linked_to`: memories never auto-linked (an amend's
+        predecessor, which gets a supersedes edge instead)."""
         if core_key is not None:
             check_core_key(core_key)
             if len(new.content) > MAX_CORE_CHARS:
@@ -116,9 +104,9 @@ class MemoryService:
         link_to = [
             c
             for c in candidates
-            if self.linking.auto_link
-            and c.similarity >= self._similar.link_floor(c.measure)
+            if c.similarity >= self._similar.link_floor(c.measure)
             and c.ref not in conflicting
+            and c.ref not in not_linked_to
         ][: self.linking.max_auto_links]
         memory_id = new_memory_id()
         now = now_ms()
@@ -242,7 +230,7 @@ class MemoryService:
                 visibility=old.visibility,  # type: ignore[arg-type]
                 pinned=old.pinned,
             )
-            stored = self.store(new, replace(prov, project=old.project))
+            stored = self.store(new, replace(prov, project=old.project), not_linked_to=(memory_id,))
             replacement = stored.memory
             if replacement.id == memory_id:
                 raise InvalidInput("the new content is the same as the memory's: nothing to amend")

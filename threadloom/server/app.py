@@ -23,6 +23,7 @@ from threadloom.runtime import Runtime
 from threadloom.server import errors
 from threadloom.server.connection import ConnectionState, connection_of
 from threadloom.server.instructions import INSTRUCTIONS
+from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.tools import TOOLS, status_report
 from threadloom.server.toolsets import ToolDef, select_tools
 
@@ -145,6 +146,8 @@ def _dump(result: CallToolResult) -> dict[str, Any]:
 def _filter_tools(result: HandlerResult, conn: ConnectionState) -> HandlerResult:
     if isinstance(result, ListToolsResult):
         return replace_tools(result, [t for t in result.tools if t.name in conn.toolset])
+    if isinstance(result, dict) and isinstance(result.get("tools"), list):  # the SDK may hand back the wire form
+        return result | {"tools": [t for t in result["tools"] if t.get("name") in conn.toolset]}
     return result
 
 
@@ -155,7 +158,7 @@ def replace_tools(result: ListToolsResult, tools: list[Any]) -> ListToolsResult:
 def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     """The MCP server over `runtime`. `lifespan` matters only to HTTP, where it yields the
     connection registry; the socket and stdio transports hand each connection its own state."""
-    tools = {t.name: t for t in TOOLS}
+    tools = {t.name: t for t in (*TOOLS, *MEMORY_TOOLS)}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)
     return server

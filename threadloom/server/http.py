@@ -158,7 +158,7 @@ def serve_http(settings: Settings, bind: str) -> int:
     @asynccontextmanager
     async def lifespan(srv: Any) -> AsyncIterator[HttpConnections]:
         async with anyio.create_task_group() as tg:
-            tg.start_soon(runtime.keep_vectors_current)
+            tg.start_soon(runtime.run_background_jobs)
             yield HttpConnections(runtime, lambda env: toolset_for(server, env))
             tg.cancel_scope.cancel()
 

@@ -5,6 +5,13 @@ threadloom is this machine's shared, persistent memory for coding agents. Severa
 agents (Claude Code, Codex, Gemini CLI, Copilot, Cursor) may use the same store at once.
 
 How to use it:
+- At the start of a task, `memory_recall` what you are about to work on: earlier sessions may \
+have decided, tried or learned it already. Check `memory_core` for the facts every session \
+must know.
+- When you learn something a later session would need (a decision and why, a fix, a user \
+preference, a gotcha), `memory_store` it: one fact per memory, with `related` edges \
+(e.g. caused_by) when it follows from another memory. When a fact changes, `memory_amend` \
+the old one instead of storing a contradiction; a store may return possible_conflicts to check.
 - Call `status` when you need to know which store, project and session you are in, or \
 to check that threadloom is healthy.
 - Every tool returns JSON. A failure comes back as {"error": "...", "retryable": true|false}: \

@@ -21,7 +21,7 @@ def serve_in_process(settings: Settings) -> int:
 
         async def serve() -> None:
             async with anyio.create_task_group() as tg:
-                tg.start_soon(runtime.keep_vectors_current)
+                tg.start_soon(runtime.run_background_jobs)
                 await serve_stdio(server, state)
                 tg.cancel_scope.cancel()
 

@@ -1,0 +1,353 @@
+"""Memory graph tools. `memory` (in the default toolset) covers a coding session: store, recall,
+amend, core. `memory_graph` (opt-in) adds search, link, traverse, explain, stats, pin, promote,
+delete, preferences, maintenance and restore.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from pydantic import BaseModel, Field
+
+from threadloom.errors import InvalidInput
+from threadloom.identity import Provenance
+from threadloom.memory.model import EDGE_TYPES, Link, NewMemory
+from threadloom.memory.recall import RecallFilters
+from threadloom.runtime import Runtime
+from threadloom.server.connection import connection_of
+from threadloom.server.toolsets import ToolDef
+
+MemoryId = Annotated[str, Field(description="A memory id, e.g. m_0123456789abcdef.")]
+EdgeType = Literal[
+    "caused_by",
+    "supersedes",
+    "contradicts",
+    "refines",
+    "depends_on",
+    "related_to",
+    "mentions",
+    "elaborates",
+    "derived_from",
+]
+assert set(EdgeType.__args__) == set(EDGE_TYPES)  # type: ignore[attr-defined]
+Status = Literal["active", "dormant", "fading"]
+
+
+class Related(BaseModel):
+    id: str = Field(description="The memory the new one points at.")
+    type: EdgeType = Field(description="new memory --type--> id, e.g. caused_by: the new one happened because of id.")
+
+
+async def _caller(ctx: Context) -> tuple[Runtime, Provenance]:
+    conn = connection_of(ctx.request_context)
+    info = await conn.ensure_session(ctx.request_context)
+    return conn.runtime, info.provenance()
+
+
+def _filters(
+    categories: list[str] | None,
+    entity: str | None,
+    statuses: list[Status] | None,
+    created_since: int | None = None,
+    active_since: int | None = None,
+    all_projects: bool = False,
+) -> RecallFilters:
+    return RecallFilters(
+        categories=tuple(categories or ()),
+        entity=entity,
+        statuses=tuple(statuses or ()),
+        created_since=created_since,
+        active_since=active_since,
+        all_projects=all_projects,
+    )
+
+
+async def memory_store(
+    ctx: Context,
+    content: Annotated[str, Field(description="The memory: one fact, decision or lesson, up to 20,000 characters.")],
+    summary: Annotated[
+        str | None, Field(description="A one-line gist (<= 500 characters) shown in concise views.")
+    ] = None,
+    category: Annotated[str | None, Field(description="Free-form class: e.g. architecture, tooling, people.")] = None,
+    kind: Annotated[
+        Literal["fact", "decision", "preference", "event", "lesson", "procedure", "observation"],
+        Field(description="What sort of memory this is."),
+    ] = "fact",
+    entities: Annotated[list[str] | None, Field(description="Names it is about (people, services, files).")] = None,
+    related: Annotated[list[Related] | None, Field(description="Typed edges to existing memories.")] = None,
+    visibility: Annotated[
+        Literal["private", "project", "org"], Field(description="Who may see it; promote later to widen.")
+    ] = "private",
+    idempotency_key: Annotated[
+        str | None, Field(description="Your own key for this write: a retry with it returns the first result.")
+    ] = None,
+    valid_from: Annotated[int | None, Field(description="Epoch ms since when the fact holds; default now.")] = None,
+    pinned: Annotated[bool, Field(description="Never forget it.")] = False,
+) -> dict[str, Any]:
+    """Remember something for later sessions, in this project's memory graph.
+
+    Edges in `related` are checked before anything is written: an unknown id or edge type writes
+    nothing. The same content stored twice returns the first memory (duplicate_of). Similar
+    memories are linked automatically (auto_links). possible_conflicts are hints that the new
+    memory may contradict an older one (a changed number, a negation, a replaced value); if one
+    is right, call memory_amend(memory_id=<old id>, by=<new id>).
+
+    Returns {id, created, status, duplicate_of?, replayed?, edges: [{source, target, type, weight,
+    made_by, created_at}], auto_links: [...same], possible_conflicts: [{id, content, reason, similarity}]}.
+    """
+    runtime, prov = await _caller(ctx)
+    new = NewMemory(
+        content=content,
+        summary=summary,
+        category=category,
+        kind=kind,
+        entities=tuple(entities or ()),
+        visibility=visibility,
+        related=tuple(Link(r.id, r.type) for r in related or ()),
+        idempotency_key=idempotency_key,
+        valid_from=valid_from,
+        pinned=pinned,
+    )
+    stored = await runtime.call(runtime.memory.store, new, prov)
+    return stored.as_dict()
+
+
+async def memory_recall(
+    ctx: Context,
+    query: Annotated[str, Field(description="What you want to know, in plain words.")],
+    k: Annotated[int, Field(ge=1, le=50, description="How many memories to return.")] = 10,
+    verbosity: Annotated[
+        Literal["concise", "full"],
+        Field(description="concise: id, summary, status, score; full adds all fields and why"),
+    ] = "full",
+    read_only: Annotated[bool, Field(description="Do not count this as recalling them (no reactivation).")] = False,
+    as_of: Annotated[int | None, Field(description="Epoch ms: what was held true at that time.")] = None,
+    categories: Annotated[list[str] | None, Field(description="Only these categories.")] = None,
+    entity: Annotated[str | None, Field(description="Only memories about this entity.")] = None,
+    statuses: Annotated[list[Status] | None, Field(description="Only these lifecycle statuses.")] = None,
+    all_projects: Annotated[bool, Field(description="Search every project, not just this one.")] = False,
+) -> dict[str, Any]:
+    """Recall memories relevant to a question: full-text, vector and graph search fused.
+
+    Superseded memories are ranked down and tagged superseded_by (follow it to the correction).
+    Relevant pinned or core memories that missed the cut are added with injected: "core"|"pinned".
+    Recalled memories are reactivated (kept from being forgotten) unless read_only.
+
+    Returns {memories: [{id, content, summary, category, kind, entities, status, pinned, is_core,
+    activation, score, created_at, valid_from, valid_to, superseded_by?, injected?, why: [{depth, id,
+    summary}] (what it was caused by)} ...], caveats: [...], signals: [...]}; concise items carry
+    only {id, summary, status, activation, is_core, score}.
+    """
+    runtime, prov = await _caller(ctx)
+    return await runtime.call(
+        runtime.recall.recall,
+        query,
+        prov,
+        k,
+        verbosity,
+        read_only,
+        as_of,
+        _filters(categories, entity, statuses, all_projects=all_projects),
+    )
+
+
+async def memory_amend(
+    ctx: Context,
+    memory_id: MemoryId,
+    content: Annotated[str | None, Field(description="The corrected memory; stored as a new one.")] = None,
+    by: Annotated[str | None, Field(description="Or: the id of an already stored memory that replaces it.")] = None,
+    reason: Annotated[str | None, Field(description="Why it changed (kept for audit).")] = None,
+) -> dict[str, Any]:
+    """Correct a memory: the new version supersedes the old, which is kept for audit, ranked down
+    in recall and closed (valid_to) where the new one begins. Give content or by, not both.
+
+    Returns {old: {...memory, superseded_by}, new: {...memory}, edge: {source, target, type: "supersedes", reason}}.
+    """
+    runtime, prov = await _caller(ctx)
+    return await runtime.call(runtime.memory.amend, memory_id, prov, content, by, reason)
+
+
+async def memory_core(
+    ctx: Context,
+    key: Annotated[str | None, Field(description="Core slot, e.g. build.command. Omit to list.")] = None,
+    content: Annotated[str | None, Field(description="Text to set under key (<= 2,000 characters).")] = None,
+    priority: Annotated[int, Field(ge=0, le=100, description="Higher is shown first in briefs.")] = 50,
+    remove: Annotated[bool, Field(description="Take key out of core memory (the memory itself stays).")] = False,
+    memory_id: Annotated[str | None, Field(description="Make this stored memory core under key.")] = None,
+) -> dict[str, Any]:
+    """Core memory: the few facts every session must know (shown in every brief, highest priority
+    first). Use sparingly: 'tests run with make test', not 'today we tried X'.
+
+    No arguments lists them. key + content sets (a changed text supersedes the old); key +
+    memory_id promotes a stored memory; key + remove takes it out.
+
+    Returns {core: [{key, priority, id, content, category}], preferences: {auto, approval, excluded},
+    awaiting_approval: [...]} (listing), else {changed: {...memory}, core: [...]}.
+    """
+    runtime, prov = await _caller(ctx)
+    changed = None
+    if key is not None:
+        if remove:
+            changed = await runtime.call(runtime.core.remove_core, key, prov)
+        elif memory_id is not None:
+            changed = await runtime.call(runtime.core.make_core, memory_id, key, priority, prov)
+        elif content is not None:
+            changed = await runtime.call(runtime.core.set_core, key, content, prov, priority)
+        else:
+            raise InvalidInput("with key, give content (set), memory_id (promote) or remove=true")
+    listing = await runtime.call(runtime.recall.core_list, prov)
+    return listing if changed is None else {"changed": changed.as_dict(), "core": listing["core"]}
+
+
+# memory_graph: opt-in
+
+
+async def memory_search(
+    ctx: Context,
+    query: Annotated[str, Field(description="Search text; empty lists by latest activity.")] = "",
+    k: Annotated[int, Field(ge=1, le=200, description="How many to return.")] = 20,
+    categories: Annotated[list[str] | None, Field(description="Only these categories.")] = None,
+    entity: Annotated[str | None, Field(description="Only memories about this entity.")] = None,
+    statuses: Annotated[list[Status] | None, Field(description="Only these lifecycle statuses.")] = None,
+    created_since: Annotated[int | None, Field(description="Epoch ms: stored since.")] = None,
+    active_since: Annotated[int | None, Field(description="Epoch ms: stored, recalled or reactivated since.")] = None,
+    all_projects: Annotated[bool, Field(description="Every project, not just this one.")] = False,
+) -> dict[str, Any]:
+    """Find or list memories by filters, without reactivating them. With an empty query, answers
+    "what is new or changed since T" (active_since) without knowing what to ask for.
+
+    Returns {memories: [{...memory, score?}], mode: "search"|"enumerate", caveats: [...]}.
+    """
+    runtime, prov = await _caller(ctx)
+    filters = _filters(categories, entity, statuses, created_since, active_since, all_projects)
+    return await runtime.call(runtime.recall.search, query, prov, filters, k)
+
+
+async def memory_link(
+    ctx: Context,
+    source: MemoryId,
+    target: MemoryId,
+    type: Annotated[EdgeType, Field(description="source --type--> target.")],
+    reason: Annotated[str | None, Field(description="Why they are linked.")] = None,
+) -> dict[str, Any]:
+    """Add a typed edge between two stored memories. Cycles of caused_by, supersedes, depends_on,
+    derived_from or refines are refused.
+
+    Returns {edge: {source, target, type, weight, made_by, created_at, reason?}}.
+    """
+    runtime, prov = await _caller(ctx)
+    edge = await runtime.call(runtime.memory.link, source, target, type, prov, reason)
+    return {"edge": edge.as_dict()}
+
+
+async def memory_traverse(
+    ctx: Context,
+    memory_id: MemoryId,
+    depth: Annotated[int, Field(ge=1, le=5, description="Hops to walk.")] = 2,
+    edge_types: Annotated[list[EdgeType] | None, Field(description="Follow only these edge types.")] = None,
+    direction: Annotated[Literal["out", "in", "both"], Field(description="Edge direction to follow.")] = "both",
+) -> dict[str, Any]:
+    """Walk the graph from a memory: every memory reachable within depth, and every edge among them.
+
+    Returns {nodes: [{id, summary, status, activation, is_core, depth}], edges: [{source, target, type,
+    weight, made_by, created_at}], caveats: [...]}.
+    """
+    runtime, _ = await _caller(ctx)
+    return await runtime.call(runtime.recall.traverse, memory_id, depth, tuple(edge_types or ()), direction)
+
+
+async def memory_explain(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
+    """Why a memory scores what it does, and whether the maintenance pass would forget it now.
+
+    Returns {id, summary, score: {decay_score, relevance, connectivity, reactivation, inputs: {idle_days,
+    edges, recalls}}, status: {stored, by_score_now}, edges_by_type, superseded_by,
+    would_be_forgotten_now, kept_because: [...], config}.
+    """
+    runtime, _ = await _caller(ctx)
+    return await runtime.call(runtime.recall.explain, memory_id)
+
+
+async def memory_stats(ctx: Context) -> dict[str, Any]:
+    """Counts of the memory graph.
+
+    Returns {memories, by_status, by_category, pinned, core, superseded, mean_decay_score, edges,
+    edges_by_type, edges_by_maker, archived, last_maintenance}.
+    """
+    runtime, _ = await _caller(ctx)
+    return await runtime.call(runtime.recall.stats)
+
+
+async def memory_pin(
+    ctx: Context, memory_id: MemoryId, pinned: Annotated[bool, Field(description="false unpins.")] = True
+) -> dict[str, Any]:
+    """Pin a memory so it is never forgotten (or unpin it). Returns the memory."""
+    runtime, prov = await _caller(ctx)
+    return (await runtime.call(runtime.memory.pin, memory_id, pinned, prov)).as_dict()
+
+
+async def memory_promote(
+    ctx: Context,
+    memory_id: MemoryId,
+    visibility: Annotated[Literal["project", "org"], Field(description="The wider visibility.")],
+) -> dict[str, Any]:
+    """Widen who sees a memory (private -> project -> org); only its owner may. Returns the memory."""
+    runtime, prov = await _caller(ctx)
+    return (await runtime.call(runtime.memory.promote, memory_id, visibility, prov)).as_dict()
+
+
+async def memory_delete(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
+    """Delete a memory and all its edges, for good (prefer memory_amend for corrections).
+
+    Returns {deleted, edges_deleted}.
+    """
+    runtime, prov = await _caller(ctx)
+    return await runtime.call(runtime.memory.delete, memory_id, prov)
+
+
+async def memory_preferences(
+    ctx: Context,
+    auto: Annotated[list[str], Field(description="Categories whose well-used memories become core by themselves.")],
+    approval: Annotated[list[str], Field(description="Categories whose candidates wait for approval.")],
+    excluded: Annotated[list[str], Field(description="Categories never made core automatically.")],
+) -> dict[str, Any]:
+    """Set which memory categories become core memory. Returns {auto, approval, excluded}."""
+    runtime, prov = await _caller(ctx)
+    return await runtime.call(runtime.core.set_preferences, prov, auto, approval, excluded)
+
+
+async def memory_maintain(
+    ctx: Context,
+    dry_run: Annotated[bool, Field(description="Report what would change, change nothing.")] = True,
+    restore: Annotated[str | None, Field(description="Instead: restore this pruned memory id.")] = None,
+) -> dict[str, Any]:
+    """Run the maintenance pass (rescore, lifecycle, prune into a 30-day archive), or restore a
+    pruned memory. Dry run by default.
+
+    Returns {dry_run, ran, scored, transitions, pruned, pruned_ids, promoted_to_core, archive_purged,
+    skipped_reason} or, with restore, the restored memory.
+    """
+    runtime, prov = await _caller(ctx)
+    if restore is not None:
+        return (await runtime.call(runtime.maintenance.restore, restore, prov)).as_dict()
+    return (await runtime.call(runtime.maintenance.run, dry_run)).as_dict()
+
+
+MEMORY_TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(memory_store, "memory", "Remember", read_only=False, destructive=False, idempotent=False),
+    ToolDef(memory_recall, "memory", "Recall memories", read_only=False, destructive=False, idempotent=False),
+    ToolDef(memory_amend, "memory", "Correct a memory", read_only=False, destructive=False, idempotent=False),
+    ToolDef(memory_core, "memory", "Core memory", read_only=False, destructive=False, idempotent=True),
+    ToolDef(memory_search, "memory_graph", "Search memories", read_only=True, destructive=False, idempotent=True),
+    ToolDef(memory_link, "memory_graph", "Link memories", read_only=False, destructive=False, idempotent=False),
+    ToolDef(memory_traverse, "memory_graph", "Walk the graph", read_only=True, destructive=False, idempotent=True),
+    ToolDef(memory_explain, "memory_graph", "Explain a score", read_only=True, destructive=False, idempotent=True),
+    ToolDef(memory_stats, "memory_graph", "Memory stats", read_only=True, destructive=False, idempotent=True),
+    ToolDef(memory_pin, "memory_graph", "Pin a memory", read_only=False, destructive=False, idempotent=True),
+    ToolDef(memory_promote, "memory_graph", "Share a memory", read_only=False, destructive=False, idempotent=True),
+    ToolDef(memory_delete, "memory_graph", "Delete a memory", read_only=False, destructive=True, idempotent=True),
+    ToolDef(
+        memory_preferences, "memory_graph", "Core preferences", read_only=False, destructive=False, idempotent=True
+    ),
+    ToolDef(memory_maintain, "memory_graph", "Memory maintenance", read_only=False, destructive=True, idempotent=False),
+)
