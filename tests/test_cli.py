@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import stat
 from pathlib import Path
 
@@ -123,3 +124,18 @@ def test_cli_errors_are_clean_messages_on_stderr(home: Path) -> None:
     assert done.returncode == 2
     assert "[HOST:]PORT" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_memory_commands_store_recall_maintain_and_refuse_bad_input(home: Path) -> None:
+    stored = cli(home, "memory", "store", "Tests run with make test", "--category", "tooling")
+    assert stored.returncode == 0, stored.stderr
+    memory_id = json.loads(stored.stdout)["id"]
+    recalled = json.loads(cli(home, "memory", "recall", "how do tests run", "--concise").stdout)
+    assert [m["id"] for m in recalled["memories"]] == [memory_id]
+    dry = json.loads(cli(home, "memory", "maintain").stdout)
+    assert dry["dry_run"] and dry["scored"] == 1
+    bad = cli(home, "memory", "store", "x", "--related", f"{memory_id}:causes")
+    assert bad.returncode == 2 and "unknown edge type" in bad.stderr
+    assert count_rows(home, "memories") == 1
+    assert cli(home, "memory", "delete", memory_id, "--yes").returncode == 0
+    assert count_rows(home, "memories") == 0

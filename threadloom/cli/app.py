@@ -70,10 +70,12 @@ def _register_groups() -> None:
     from threadloom.cli.check import check
     from threadloom.cli.daemon import daemon_app
     from threadloom.cli.doctor import doctor
+    from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
 
     app.add_typer(daemon_app, name="daemon")
     app.add_typer(backup_app, name="backup")
+    app.add_typer(memory_app, name="memory")
     app.command()(doctor)
     app.command()(check)
     app.command()(reindex)

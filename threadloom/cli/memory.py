@@ -1,0 +1,203 @@
+"""`threadloom memory ...`: the memory graph from the terminal. Output is JSON, for people and scripts.
+
+The CLI searches with full-text only (it does not load the vector model); servers use both.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime
+from typing import Annotated, Any
+
+import typer
+
+from threadloom.cli.app import out, settings
+from threadloom.errors import InvalidInput
+from threadloom.identity import Provenance, detect_vendor, project_root
+from threadloom.memory.model import Link, NewMemory
+from threadloom.memory.recall import RecallFilters
+from threadloom.runtime import Runtime, open_runtime
+
+memory_app = typer.Typer(help="Store, recall and maintain the memory graph.", no_args_is_help=True)
+
+
+@contextmanager
+def _runtime() -> Iterator[tuple[Runtime, Provenance]]:
+    runtime = open_runtime(settings(), "cli")
+    try:
+        prov = Provenance(
+            session_id=None,
+            vendor=detect_vendor(None, os.environ),
+            project=str(project_root(os.environ, [], os.getcwd())),
+        )
+        yield runtime, prov
+    finally:
+        runtime.close()
+
+
+def _print(value: Any) -> None:
+    out.print_json(json.dumps(value, default=str))
+
+
+def _epoch_ms(text: str | None) -> int | None:
+    """An ISO-8601 date or time, or epoch milliseconds."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return int(text)
+    try:
+        parsed = datetime.fromisoformat(text)
+    except ValueError:
+        raise InvalidInput(f"{text!r} is neither ISO-8601 (2026-05-01, 2026-05-01T09:00) nor epoch ms") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.astimezone()  # a naive time is local time
+    return int(parsed.timestamp() * 1000)
+
+
+def _run(fn: Callable[[Runtime, Provenance], Any]) -> None:
+    with _runtime() as (runtime, prov):
+        _print(fn(runtime, prov))
+
+
+@memory_app.command("store")
+def store(
+    content: str,
+    category: Annotated[str | None, typer.Option(help="Free-form class, e.g. tooling.")] = None,
+    kind: Annotated[
+        str, typer.Option(help="fact, decision, preference, event, lesson, procedure, observation")
+    ] = "fact",
+    entity: Annotated[list[str] | None, typer.Option(help="A name it is about; repeatable.")] = None,
+    related: Annotated[list[str] | None, typer.Option(help="ID:TYPE edge, e.g. m_...:caused_by; repeatable.")] = None,
+    visibility: Annotated[str, typer.Option(help="private, project or org.")] = "private",
+    pinned: Annotated[bool, typer.Option(help="Never forget it.")] = False,
+) -> None:
+    """Store a memory (exact duplicates return the existing one)."""
+    links = []
+    for spec in related or []:
+        target, _, edge_type = spec.partition(":")
+        links.append(Link(target, edge_type))
+    new = NewMemory(
+        content=content,
+        category=category,
+        kind=kind,
+        entities=tuple(entity or ()),
+        related=tuple(links),
+        visibility=visibility,  # type: ignore[arg-type]
+        pinned=pinned,
+    )
+    _run(lambda rt, prov: rt.memory.store(new, prov).as_dict())
+
+
+@memory_app.command("recall")
+def recall(
+    query: str,
+    k: Annotated[int, typer.Option("-k", help="How many.")] = 10,
+    concise: Annotated[bool, typer.Option(help="Only id, summary, status and score.")] = False,
+    read_only: Annotated[bool, typer.Option(help="Do not reactivate what is found.")] = False,
+    as_of: Annotated[str | None, typer.Option(help="What was held true then (ISO-8601 or epoch ms).")] = None,
+) -> None:
+    """Recall memories for a question (hybrid search plus graph activation)."""
+    verbosity = "concise" if concise else "full"
+    _run(lambda rt, prov: rt.recall.recall(query, prov, k, verbosity, read_only, _epoch_ms(as_of)))
+
+
+@memory_app.command("search")
+def search(
+    query: Annotated[str, typer.Argument(help="Search text; empty lists by latest activity.")] = "",
+    category: Annotated[list[str] | None, typer.Option(help="Repeatable.")] = None,
+    entity: Annotated[str | None, typer.Option()] = None,
+    status: Annotated[list[str] | None, typer.Option(help="active, dormant or fading; repeatable.")] = None,
+    since: Annotated[str | None, typer.Option(help="Stored since (ISO-8601 or epoch ms).")] = None,
+    active_since: Annotated[str | None, typer.Option(help="Stored, recalled or reactivated since.")] = None,
+    all_projects: Annotated[bool, typer.Option(help="Every project, not just this one.")] = False,
+    k: Annotated[int, typer.Option("-k")] = 20,
+) -> None:
+    """Search or list memories by filters, without reactivating them."""
+    filters = RecallFilters(
+        categories=tuple(category or ()),
+        entity=entity,
+        statuses=tuple(status or ()),
+        created_since=_epoch_ms(since),
+        active_since=_epoch_ms(active_since),
+        all_projects=all_projects,
+    )
+    _run(lambda rt, prov: rt.recall.search(query, prov, filters, k))
+
+
+@memory_app.command("explain")
+def explain(memory_id: str) -> None:
+    """A memory's score breakdown and whether it would be forgotten now."""
+    _run(lambda rt, _: rt.recall.explain(memory_id))
+
+
+@memory_app.command("traverse")
+def traverse(
+    memory_id: str,
+    depth: Annotated[int, typer.Option(help="Hops, 1-5.")] = 2,
+    edge_type: Annotated[
+        list[str] | None, typer.Option("--type", help="Follow only this edge type; repeatable.")
+    ] = None,
+) -> None:
+    """The memories reachable from one, and every edge among them."""
+    _run(lambda rt, _: rt.recall.traverse(memory_id, depth, tuple(edge_type or ())))
+
+
+@memory_app.command("stats")
+def stats() -> None:
+    """Counts of memories and edges, and the last maintenance pass."""
+    _run(lambda rt, _: rt.recall.stats())
+
+
+@memory_app.command("pin")
+def pin(memory_id: str, off: Annotated[bool, typer.Option("--off", help="Unpin instead.")] = False) -> None:
+    """Pin a memory so it is never forgotten (--off unpins)."""
+    _run(lambda rt, prov: rt.memory.pin(memory_id, not off, prov).as_dict())
+
+
+@memory_app.command("delete")
+def delete(memory_id: str, yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False) -> None:
+    """Delete a memory and its edges for good."""
+    if not yes and not typer.confirm(f"delete {memory_id} and all its edges?"):
+        raise typer.Exit(1)
+    _run(lambda rt, prov: rt.memory.delete(memory_id, prov))
+
+
+@memory_app.command("core")
+def core(
+    key: Annotated[str | None, typer.Argument(help="Core slot; omit to list.")] = None,
+    set_text: Annotated[str | None, typer.Option("--set", help="Text to put under the key.")] = None,
+    priority: Annotated[int, typer.Option(help="0-100, higher shown first.")] = 50,
+    remove: Annotated[bool, typer.Option(help="Take the key out of core memory.")] = False,
+) -> None:
+    """List core memories, or set / remove one."""
+
+    def act(rt: Runtime, prov: Provenance) -> Any:
+        if key is not None and remove:
+            rt.core.remove_core(key, prov)
+        elif key is not None and set_text is not None:
+            rt.core.set_core(key, set_text, prov, priority)
+        elif key is not None:
+            raise InvalidInput("with a key, give --set TEXT or --remove")
+        return rt.recall.core_list(prov)
+
+    _run(act)
+
+
+@memory_app.command("maintain")
+def maintain(
+    apply: Annotated[bool, typer.Option("--apply", help="Change the store (default: dry run).")] = False,
+) -> None:
+    """Rescore every memory, move it along the lifecycle and prune what nothing protects.
+
+    A dry run by default: it reports what would change. Pruned memories stay restorable for 30 days.
+    """
+    _run(lambda rt, _: rt.maintenance.run(dry_run=not apply).as_dict())
+
+
+@memory_app.command("restore")
+def restore(memory_id: str) -> None:
+    """Bring back a memory the maintenance pass pruned (within 30 days)."""
+    _run(lambda rt, prov: rt.maintenance.restore(memory_id, prov).as_dict())
