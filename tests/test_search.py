@@ -12,6 +12,7 @@ from threadloom.errors import InvalidInput
 from threadloom.search.engine import SearchEngine, SearchTuning
 from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document, Filters
+from threadloom.store import terms
 from threadloom.store.sqlite import SqliteStore, open_store
 
 
@@ -274,3 +275,23 @@ def test_a_hit_lends_score_to_its_neighbours_in_the_thread_within_the_filters(st
     store.write(lambda w: engine.index(w, Document("memory", "a", "Sam: the ridge trail", thread="s1", status="idle")))
     filtered = engine.search("hiking weekend", filters=Filters(statuses=("active",)))
     assert [h.ref for h in filtered.hits] == ["q"]  # a neighbour must pass the filters too
+
+
+def test_term_frequencies_follow_every_write_and_bound_the_work_of_a_query(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    add(engine, store, *[Document("note", str(i), f"common words everywhere, item {i}") for i in range(30)])
+    add(engine, store, Document("note", "rare", "common words and one rare zeppelin"))
+    total, df = store.read(lambda r: terms.frequencies(r, ["common", "zeppelin", "missing"]))
+    assert (total, df) == (31, {"common": 31, "zeppelin": 1, "missing": 0})
+    store.write(lambda w: engine.index(w, Document("note", "rare", "a rare zeppelins sighting")))  # stems match
+    store.write(lambda w: engine.remove(w, "note", "0"))
+    total, df = store.read(lambda r: terms.frequencies(r, ["common", "zeppelin"]))
+    assert (total, df) == (30, {"common": 29, "zeppelin": 1})
+    # within a budget of 10 postings only the rare term is scored; the rarest is kept even over budget
+    assert store.read(lambda r: terms.informative(r, ["common", "zeppelin"], 10)) == ["zeppelin"]
+    assert store.read(lambda r: terms.informative(r, ["common", "words"], 10)) == ["common"]
+    assert store.read(lambda r: terms.informative(r, ["common", "zeppelin"], 1_000)) == ["common", "zeppelin"]
+    assert store.read(lambda r: terms.informative(r, ["common", "words", "zeppelin"], 1_000, max_terms=2)) == [
+        "common",
+        "zeppelin",
+    ]

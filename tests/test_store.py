@@ -9,6 +9,7 @@ import pytest
 
 from threadloom.errors import StoreBusy, StoreError
 from threadloom.store.migrations import MIGRATIONS, Migration
+from threadloom.store import terms
 from threadloom.store.sqlite import SqliteStore, open_store
 
 
@@ -155,3 +156,24 @@ def test_a_backup_is_a_consistent_private_copy(tmp_path: Path) -> None:
     assert copy.read(lambda r: r.scalar("SELECT COUNT(*) FROM events")) == 1
     assert copy.integrity_check() == []
     copy.close()
+
+
+def test_term_frequencies_are_backfilled_for_documents_written_before_they_existed(tmp_path: Path) -> None:
+    old = SqliteStore(tmp_path / "old.db")
+    names = [m.name for m in MIGRATIONS]
+    old.initialise(MIGRATIONS[: names.index("m005_term_frequencies")])
+    old.write(
+        lambda w: [
+            w.execute(
+                "INSERT INTO documents (kind, ref, body, content_hash, created_at, updated_at) "
+                "VALUES ('note', :r, :b, 'h', 0, 0)",
+                {"r": str(i), "b": f"migrating databases {i}"},
+            )
+            for i in range(3)
+        ]
+    )
+    old.close()
+    store = open_store(tmp_path / "old.db")
+    found = store.read(lambda r: terms.frequencies(r, ["migrating", "database", "1"]))
+    store.close()
+    assert found == (3, {"migrating": 3, "database": 3, "1": 1})

@@ -14,9 +14,10 @@ from threadloom.memory import scoring
 from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope
+from threadloom.search.query import analyse
 from threadloom.sessions import record_event
 from threadloom.store import documents, jobs, memories
-from threadloom.store.base import Store, Writer
+from threadloom.store.base import Reader, Store, Writer
 
 SUPERSEDED_FACTOR: Final = 0.3  # a superseded hit keeps this share of its score: shown for audit, ranked down
 CORE_INJECTION: Final = 3  # relevant pinned or core memories added below the hits when they missed the cut
@@ -85,11 +86,10 @@ class MemoryRecall:
         scores = {hit.ref: score for score, hit in ranked}
         injected: list[str] = []
         if "recent" not in result.signals:
-            core_filters = Filters(kinds=("memory",), memory=replace(scope, pinned_or_core=True))
-            for hit in self._engine.search(query, core_filters, CORE_INJECTION).hits:
-                if hit.ref not in scores:
-                    injected.append(hit.ref)
-                    scores[hit.ref] = 0.0
+            for ref in self._relevant_kept(query, scope):
+                if ref not in scores and len(injected) < CORE_INJECTION:
+                    injected.append(ref)
+                    scores[ref] = 0.0
         refs = chosen + injected
         now = now_ms()
         if read_only or not refs:
@@ -112,6 +112,17 @@ class MemoryRecall:
         if as_of is not None:
             caveats.append("as_of: only memories that were stored and held true at that time")
         return {"memories": out, "caveats": caveats, "signals": list(result.signals)}
+
+    def _relevant_kept(self, query: str, scope: MemoryScope) -> list[str]:
+        """Pinned and core memories in scope that share words with the query, best first."""
+        terms = analyse(query).terms
+
+        def read(r: Reader) -> list[str]:
+            kept = memories.kept_documents(r, replace(scope, include_superseded=False))
+            matched = documents.lexical_within(r, terms, list(kept), CORE_INJECTION * 4)
+            return [kept[doc_id] for doc_id, _ in matched]
+
+        return self._store.read(read)
 
     def _adjusted(self, hit: Hit, as_of: int | None) -> float:
         superseded = hit.status == "superseded" and as_of is None

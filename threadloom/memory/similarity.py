@@ -22,6 +22,7 @@ _WORD: Final = re.compile(r"[^\W_]+", re.UNICODE)
 # share about half their content words; merely related statements, a third.
 WORDS_LINK_FLOOR: Final = 0.5
 WORDS_CONFLICT_FLOOR: Final = 0.3
+QUERY_TERMS: Final = 8  # a restatement shares its rarest words; scoring all of a long text's words costs a lot
 
 
 @dataclass(frozen=True)
@@ -65,7 +66,7 @@ class SimilarityFinder:
 
     def similar(self, content: str, vector: Matrix | None, filters: Filters, scan: int) -> list[Similar]:
         """The `scan` best search hits for `content`, each with its similarity, most similar first."""
-        hits = self._engine.search(content, filters, scan, vector=vector).hits
+        hits = self._engine.search(content, filters, scan, vector=vector, max_terms=QUERY_TERMS).hits
         embedder = self._engine.embedder
         stored: dict[int, bytes] = {}
         if vector is not None and embedder is not None and hits:

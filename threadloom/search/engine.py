@@ -72,9 +72,11 @@ class SearchEngine:
         limit: int = 10,
         now: datetime | None = None,
         vector: Matrix | None = None,
+        max_terms: int | None = None,
     ) -> SearchResult:
         """The best `limit` documents for `text` that pass `filters`. `vector` stands in for the query's
-        embedding (e.g. a new memory's own, when looking for its neighbours)."""
+        embedding (e.g. a new memory's own, when looking for its neighbours); `max_terms` scores only
+        the rarest few terms (a whole document used as a query)."""
         if not 1 <= limit <= MAX_LIMIT:
             raise InvalidInput(f"limit must be between 1 and {MAX_LIMIT}")
         filters = filters or Filters()
@@ -95,7 +97,7 @@ class SearchEngine:
             scored: dict[str, Sequence[tuple[int, float]]] = {}
             signals = []
             if tuning.weights.lexical > 0:
-                scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates)
+                scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates, max_terms)
                 signals.append("lexical")
             if query_vector is not None and self.embedder is not None and tuning.weights.dense > 0:
                 scored["dense"] = self._dense(r, self.embedder.fingerprint, query_vector, filters)

@@ -14,8 +14,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from threadloom.search.model import Document, Filters, MemoryScope
+from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Row, Writer
 
+# Postings one full-text query may score: ~30 ms of BM25 at the ~1.5 µs each measured in bench/memory.py.
+POSTINGS_BUDGET = 20_000
 _COLUMNS = "d.id, d.kind, d.ref, d.project, d.thread, d.source, d.status, d.body, d.occurred_at, d.created_at"
 
 
@@ -106,8 +109,9 @@ def upsert(w: Writer, doc: Document, now: int) -> int:
         "occurred_at": doc.occurred_at,
         "now": now,
     }
-    found = w.one("SELECT id, content_hash FROM documents WHERE kind = :kind AND ref = :ref", values)
+    found = w.one("SELECT id, content_hash, title, body FROM documents WHERE kind = :kind AND ref = :ref", values)
     if found is None:
+        term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
         return w.insert(
             "INSERT INTO documents (kind, ref, project, thread, source, status, title, body, content_hash, "
             "occurred_at, created_at, updated_at) VALUES (:kind, :ref, :project, :thread, :source, :status, "
@@ -122,6 +126,8 @@ def upsert(w: Writer, doc: Document, now: int) -> int:
     )
     if found["content_hash"] != digest:
         w.execute("DELETE FROM document_vectors WHERE doc_id = :id", {"id": found["id"]})
+        term_stats.count(w, f"{found['title']}\n{found['body']}", -1)
+        term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
     return int(found["id"])
 
 
@@ -133,6 +139,10 @@ def set_status(w: Writer, kind: str, ref: str, status: str) -> bool:
 
 
 def remove(w: Writer, kind: str, ref: str) -> bool:
+    found = w.one("SELECT title, body FROM documents WHERE kind = :k AND ref = :r", {"k": kind, "r": ref})
+    if found is None:
+        return False
+    term_stats.count(w, f"{found['title']}\n{found['body']}", -1)
     return w.execute("DELETE FROM documents WHERE kind = :k AND ref = :r", {"k": kind, "r": ref}) > 0
 
 
@@ -141,16 +151,33 @@ def fts_expression(terms: Sequence[str]) -> str:
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
 
 
-def lexical(r: Reader, terms: Sequence[str], filters: Filters, limit: int) -> list[tuple[int, float]]:
-    """Ids and BM25 scores (higher is better) of matching documents, filtered before ranking."""
-    if not terms:
+def lexical(
+    r: Reader, terms: Sequence[str], filters: Filters, limit: int, max_terms: int | None = None
+) -> list[tuple[int, float]]:
+    """Ids and BM25 scores (higher is better) of matching documents, filtered before ranking. Only
+    informative terms are scored (see `terms`); `max_terms` keeps just the rarest few."""
+    chosen = term_stats.informative(r, terms, POSTINGS_BUDGET, max_terms) if terms else []
+    if not chosen:
         return []
     where, params = filter_sql(filters)
     rows = r.tuples(
         "SELECT d.id, -bm25(documents_fts) FROM documents_fts "
         "JOIN documents d ON d.id = documents_fts.rowid "
         f"WHERE documents_fts MATCH :match AND {where} ORDER BY bm25(documents_fts) LIMIT :limit",
-        params | {"match": fts_expression(terms), "limit": limit},
+        params | {"match": fts_expression(chosen), "limit": limit},
+    )
+    return [(int(i), float(score)) for i, score in rows]
+
+
+def lexical_within(r: Reader, terms: Sequence[str], ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
+    """BM25 over a few given documents only (FTS5 looks each rowid up rather than scanning the terms)."""
+    if not terms or not ids:
+        return []
+    keys = {f"i{n}": i for n, i in enumerate(ids)}
+    rows = r.tuples(
+        "SELECT rowid, -bm25(documents_fts) FROM documents_fts WHERE documents_fts MATCH :match "
+        f"AND rowid IN ({', '.join(':' + k for k in keys)}) ORDER BY bm25(documents_fts) LIMIT :limit",
+        keys | {"match": fts_expression(terms), "limit": limit},
     )
     return [(int(i), float(score)) for i, score in rows]
 
@@ -217,9 +244,10 @@ def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tu
         keys = ", ".join(":" + k for k in chunk)
         for near, far in (("source", "target"), ("target", "source")):
             rows = r.tuples(
+                # CROSS JOIN fixes the order: from the few seeds along their edges, never from all documents.
                 f"""SELECT s.id, d.id, e.weight FROM documents s
-                    JOIN memory_edges e ON e.{near} = s.ref
-                    JOIN documents d ON d.kind = 'memory' AND d.ref = e.{far}
+                    CROSS JOIN memory_edges e ON e.{near} = s.ref
+                    CROSS JOIN documents d ON d.kind = 'memory' AND d.ref = e.{far}
                     WHERE s.id IN ({keys}) AND s.kind = 'memory' AND {where}""",
                 params | chunk,
             )

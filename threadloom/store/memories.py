@@ -130,6 +130,18 @@ def listing(r: Reader, scope: MemoryScope, statuses: Sequence[str], limit: int, 
     return [to_memory(row) for row in rows]
 
 
+def kept_documents(r: Reader, scope: MemoryScope, cap: int = 500) -> dict[int, str]:
+    """Document ids of the pinned or core memories in scope (recall injects the relevant ones)."""
+    where, params = memory_scope_sql(scope)
+    rows = r.tuples(
+        "SELECT d.id, m.id FROM memories m INDEXED BY memories_kept CROSS JOIN documents d "
+        "ON d.kind = 'memory' AND d.ref = m.id "
+        f"WHERE (m.pinned = 1 OR m.core_key IS NOT NULL) AND {where} LIMIT :cap",
+        params | {"cap": cap},
+    )
+    return {int(doc_id): str(ref) for doc_id, ref in rows}
+
+
 def core(r: Reader, scope: MemoryScope, categories: Sequence[str]) -> list[Memory]:
     where, params = memory_scope_sql(scope)
     if categories:

@@ -203,7 +203,28 @@ M004_MEMORIES = Migration(
     """,
 )
 
-MIGRATIONS: Sequence[Migration] = (M001_INITIAL, M002_DOCUMENTS, M003_THREAD_ORDER, M004_MEMORIES)
+M005_TERM_FREQUENCIES = Migration(
+    "m005_term_frequencies",
+    """
+    -- Each index term's document frequency, and under the empty term the number of documents.
+    CREATE TABLE document_terms (term TEXT PRIMARY KEY, df INTEGER NOT NULL) WITHOUT ROWID;
+    CREATE VIRTUAL TABLE temp.m005_vocab USING fts5vocab(main, documents_fts, row);
+    INSERT INTO document_terms (term, df) SELECT term, doc FROM temp.m005_vocab;
+    INSERT INTO document_terms (term, df) VALUES ('', (SELECT count(*) FROM documents));
+    DROP TABLE temp.m005_vocab;
+
+    -- The few memories recall may inject (pinned or core), without scanning the rest.
+    CREATE INDEX memories_kept ON memories (id) WHERE pinned = 1 OR core_key IS NOT NULL;
+    """,
+)
+
+MIGRATIONS: Sequence[Migration] = (
+    M001_INITIAL,
+    M002_DOCUMENTS,
+    M003_THREAD_ORDER,
+    M004_MEMORIES,
+    M005_TERM_FREQUENCIES,
+)
 
 BOOTSTRAP_SQL = """
 CREATE TABLE IF NOT EXISTS schema_migrations (

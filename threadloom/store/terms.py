@@ -1,0 +1,76 @@
+"""Document frequencies of the full-text index's terms, kept beside it.
+
+BM25 in FTS5 scores every document that matches any query term, so a term found in a large
+share of the store costs a lot and tells little (its IDF is near zero). With each stem's
+document frequency at hand, a query keeps its informative terms within a budget of postings
+(bench/memory.py measured ~1.5 µs per posting). The frequencies follow every write of the
+documents table, in the same transaction; stems come from the index's own tokenizer, so they
+are exactly the index's terms.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from typing import Final
+
+import apsw
+
+from threadloom.store.base import Reader, Writer
+
+TOKENIZER_ARGS: Final = ["unicode61", "remove_diacritics", "2"]  # as documents_fts: porter over these
+TOTAL: Final = ""  # the row holding the number of documents (no stem is empty)
+_lock = threading.Lock()
+_tokenizer: apsw.FTS5Tokenizer | None = None
+
+
+def stems(text: str) -> list[str]:
+    """The index's terms for `text`, in order, repeats kept."""
+    global _tokenizer
+    with _lock:
+        if _tokenizer is None:
+            _tokenizer = apsw.Connection(":memory:").fts5_tokenizer("porter", TOKENIZER_ARGS)
+        tokens = _tokenizer(text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None)
+    return [token[2] for token in tokens if len(token) > 2 and token[2]]
+
+
+def count(w: Writer, text: str, delta: int) -> None:
+    """Add (delta 1) or take away (-1) one document with this text."""
+    distinct = sorted(set(stems(text)))
+    for stem in distinct:
+        w.execute(
+            "INSERT INTO document_terms (term, df) VALUES (:t, :d) ON CONFLICT (term) DO UPDATE SET df = df + :d",
+            {"t": stem, "d": delta},
+        )
+    w.execute(
+        "INSERT INTO document_terms (term, df) VALUES (:t, :d) ON CONFLICT (term) DO UPDATE SET df = df + :d",
+        {"t": TOTAL, "d": delta},
+    )
+
+
+def frequencies(r: Reader, terms: Sequence[str]) -> tuple[int, dict[str, int]]:
+    """The number of documents, and each query term's document frequency (0 when unseen)."""
+    stem_of = {t: (stems(t) or [t])[0] for t in terms}
+    keys = {f"s{n}": s for n, s in enumerate({*stem_of.values(), TOTAL})}
+    found = dict(
+        r.tuples(f"SELECT term, df FROM document_terms WHERE term IN ({', '.join(':' + k for k in keys)})", keys)
+    )
+    return int(found.get(TOTAL, 0)), {t: int(found.get(s, 0)) for t, s in stem_of.items()}
+
+
+def informative(r: Reader, terms: Sequence[str], postings_budget: int, max_terms: int | None = None) -> list[str]:
+    """The query terms worth scoring: rarest first, within a budget of postings (the rarest is always
+    kept), at most `max_terms` of them. Dropping common terms was measured to cost recall on LoCoMo
+    while its stores are small, so nothing is dropped until the budget binds."""
+    _, df = frequencies(r, terms)
+    ranked = sorted(terms, key=lambda t: df[t])
+    kept: list[str] = []
+    spent = 0
+    for term in ranked:
+        if kept and spent + df[term] > postings_budget:
+            break
+        if max_terms is not None and len(kept) == max_terms:
+            break
+        kept.append(term)
+        spent += df[term]
+    return [t for t in terms if t in kept]  # the caller's order
