@@ -8,8 +8,8 @@ import apsw
 import pytest
 
 from threadloom.errors import StoreBusy, StoreError
-from threadloom.store.migrations import MIGRATIONS, Migration
 from threadloom.store import terms
+from threadloom.store.migrations import MIGRATIONS, Migration
 from threadloom.store.sqlite import SqliteStore, open_store
 
 
