@@ -11,7 +11,18 @@ import pytest
 
 PACKAGE = Path(__file__).parent.parent / "threadloom"
 # Services, engines and storage: plain typed Python that no surface type may leak into.
-INNER = ["config.py", "errors.py", "home.py", "identity.py", "runtime.py", "sessions.py", "status.py", "store"]
+INNER = [
+    "config.py",
+    "errors.py",
+    "home.py",
+    "identity.py",
+    "runtime.py",
+    "sessions.py",
+    "status.py",
+    "store",
+    "memory",
+    "search",
+]
 SURFACE_MODULES = ("threadloom.server", "threadloom.cli", "threadloom.daemon", "threadloom.entry")
 SURFACE_LIBRARIES = ("mcp", "mcp_types", "typer", "rich", "starlette", "uvicorn")
 MAX_LINES = 400

@@ -155,3 +155,22 @@ async def test_a_daemon_killed_mid_write_leaves_the_store_intact(home: Path) -> 
         st = structured(await client.call_tool("status", {}))
     assert st["server"]["pid"] != old_pid
     assert cli(home, "doctor").returncode == 0
+
+
+def test_racing_processes_storing_the_same_memory_make_exactly_one(home: Path) -> None:
+    env = {"THREADLOOM_HOME": str(home), "THREADLOOM_EMBEDDER": "none", "THREADLOOM_ROOT": str(home)}
+    procs = [
+        subprocess.Popen(
+            [PY, "-m", "threadloom", "memory", "store", "The release branch is cut on Mondays"],
+            env=os.environ | env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(6)
+    ]
+    results = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0] * 6, [err for _, err in results]
+    ids = {line.split('"')[3] for out, _ in results for line in out.splitlines() if '"id"' in line}
+    assert len(ids) == 1
+    assert count_rows(home, "memories") == 1 and count_rows(home, "documents") == 1

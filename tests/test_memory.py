@@ -108,8 +108,14 @@ def test_a_changed_number_or_negation_comes_back_as_a_hint_not_an_edge(g: Graph)
     hints = stored.possible_conflicts
     assert [h.id for h in hints] == [old] and "30 -> 60" in hints[0].reason
     assert g.count("memory_edges") == 0  # a hint is never an edge, and a conflicting pair is not auto-linked
-    neg = g.memory.store(NewMemory(content="The API gateway timeout is not configurable"), PROV)
-    assert all(h.id != neg.memory.id for h in neg.possible_conflicts)
+    enabled = g.put("The response cache is enabled in staging")
+    negated = g.memory.store(NewMemory(content="The response cache is not enabled in staging"), PROV)
+    assert [(h.id, h.reason.split(":")[0]) for h in negated.possible_conflicts] == [(enabled, "a negation")]
+    region = g.put("The deploy target region is frankfurt")
+    moved = g.memory.store(NewMemory(content="The deploy target region is dublin"), PROV)
+    assert [(h.id, h.reason) for h in moved.possible_conflicts] == [(region, "a replaced value: frankfurt -> dublin")]
+    unrelated = g.memory.store(NewMemory(content="Lunch is served at noon on Fridays"), PROV)
+    assert unrelated.possible_conflicts == ()
 
 
 def test_similar_memories_are_auto_linked_within_bounds(g: Graph) -> None:
