@@ -139,7 +139,8 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int) -> dict[
         bulk = max(0, n - measured) if n > BULK_ABOVE else 0
         started_bulk = time.perf_counter()
         for start in range(0, bulk, 5_000):
-            store.write(lambda w, part=rows[start : min(start + 5_000, bulk)]: bulk_insert(w, part))
+            part = rows[start : min(start + 5_000, bulk)]
+            store.write(lambda w, part=part: bulk_insert(w, part))
         bulk_s = time.perf_counter() - started_bulk
         store_times = []
         started_fill = time.perf_counter()
