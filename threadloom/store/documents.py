@@ -10,6 +10,7 @@ can never outlive or silently mismatch its row.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -17,8 +18,8 @@ from threadloom.search.model import Document, Filters, MemoryScope
 from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Row, Writer
 
-# Postings one full-text query may score: ~30 ms of BM25 at the ~1.5 µs each measured in bench/memory.py.
-POSTINGS_BUDGET = 20_000
+# Postings one full-text query may score: ~15 ms of BM25 at the ~1.5 µs each measured in bench/memory.py.
+POSTINGS_BUDGET = 10_000
 _COLUMNS = "d.id, d.kind, d.ref, d.project, d.thread, d.source, d.status, d.body, d.occurred_at, d.created_at"
 
 
@@ -154,19 +155,47 @@ def fts_expression(terms: Sequence[str]) -> str:
 def lexical(
     r: Reader, terms: Sequence[str], filters: Filters, limit: int, max_terms: int | None = None
 ) -> list[tuple[int, float]]:
-    """Ids and BM25 scores (higher is better) of matching documents, filtered before ranking. Only
-    informative terms are scored (see `terms`); `max_terms` keeps just the rarest few."""
+    """Ids and BM25 scores (higher is better) of the best documents that pass `filters`. Only
+    informative terms are scored (see `terms`); `max_terms` keeps just the rarest few.
+
+    The index ranks alone first (no join per match); when enough of its best pass the filters, or
+    it had no more to give, that is exactly the filtered ranking. Otherwise the filters go into the
+    ranking query itself, so a selective filter never comes back short.
+    """
     chosen = term_stats.informative(r, terms, POSTINGS_BUDGET, max_terms) if terms else []
     if not chosen:
         return []
+    match = fts_expression(chosen)
+    pool = limit * 2
+    ranked = r.tuples(
+        "SELECT rowid, -bm25(documents_fts) FROM documents_fts WHERE documents_fts MATCH :match "
+        "ORDER BY bm25(documents_fts) LIMIT :pool",
+        {"match": match, "pool": pool},
+    )
+    passing = _passing(r, [int(i) for i, _ in ranked], filters)
+    if len(passing) >= limit or len(ranked) < pool:
+        return [(int(i), float(score)) for i, score in ranked if i in passing][:limit]
     where, params = filter_sql(filters)
     rows = r.tuples(
         "SELECT d.id, -bm25(documents_fts) FROM documents_fts "
         "JOIN documents d ON d.id = documents_fts.rowid "
         f"WHERE documents_fts MATCH :match AND {where} ORDER BY bm25(documents_fts) LIMIT :limit",
-        params | {"match": fts_expression(chosen), "limit": limit},
+        params | {"match": match, "limit": limit},
     )
     return [(int(i), float(score)) for i, score in rows]
+
+
+def _passing(r: Reader, ids: Sequence[int], filters: Filters) -> set[int]:
+    if not ids or filters == Filters():
+        return set(ids)
+    where, params = filter_sql(filters)
+    # From the id list into the table by primary key: given `d.id IN (...)` beside `d.kind = ...`,
+    # SQLite preferred scanning the kind index, 20x slower at 25k documents.
+    rows = r.tuples(
+        f"SELECT d.id FROM json_each(:ids) j CROSS JOIN documents d ON d.id = j.value WHERE {where}",
+        params | {"ids": json.dumps(list(ids))},
+    )
+    return {int(i) for (i,) in rows}
 
 
 def lexical_within(r: Reader, terms: Sequence[str], ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
@@ -244,11 +273,12 @@ def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tu
         keys = ", ".join(":" + k for k in chunk)
         for near, far in (("source", "target"), ("target", "source")):
             rows = r.tuples(
-                # CROSS JOIN fixes the order: from the few seeds along their edges, never from all documents.
+                # CROSS JOIN fixes the order and `+s.kind` keeps the kind index out: from the few seeds along
+                # their edges, never from all memory documents.
                 f"""SELECT s.id, d.id, e.weight FROM documents s
                     CROSS JOIN memory_edges e ON e.{near} = s.ref
                     CROSS JOIN documents d ON d.kind = 'memory' AND d.ref = e.{far}
-                    WHERE s.id IN ({keys}) AND s.kind = 'memory' AND {where}""",
+                    WHERE s.id IN ({keys}) AND +s.kind = 'memory' AND {where}""",
                 params | chunk,
             )
             found.extend((int(a), int(b), float(w)) for a, b, w in rows)
