@@ -295,3 +295,16 @@ def test_term_frequencies_follow_every_write_and_bound_the_work_of_a_query(store
         "common",
         "zeppelin",
     ]
+
+
+def test_a_selective_filter_still_finds_what_the_unfiltered_best_crowd_out(store: SqliteStore) -> None:
+    engine = SearchEngine(store)
+    crowd = [Document("note", f"a{i}", "deploy deploy deploy notes", project="a") for i in range(700)]
+    few = [
+        Document("note", f"b{i}", f"deploy notes with more words to lower the score {i}", project="b") for i in range(5)
+    ]
+    add(engine, store, *crowd, *few)
+    found = engine.search("deploy", Filters(project="b"), limit=10).hits
+    assert sorted(h.ref for h in found) == [f"b{i}" for i in range(5)]
+    unfiltered = engine.search("deploy", limit=10).hits
+    assert all(h.ref.startswith("a") for h in unfiltered)
