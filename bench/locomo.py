@@ -26,11 +26,15 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from threadloom.memory.model import Edge
+from threadloom.memory.similarity import link_floor
 from threadloom.search.embedder import Embedder
 from threadloom.search.engine import SearchEngine, SearchTuning
 from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document
-from threadloom.store.sqlite import open_store
+from threadloom.store import memories
+from threadloom.store.base import Writer
+from threadloom.store.sqlite import SqliteStore, open_store
 
 DEV = ("26", "30", "41", "42", "43")
 TEST = ("44", "47", "48", "49", "50")
@@ -163,24 +167,59 @@ def make_embedder(name: str, cache: Path | None) -> Embedder | None:
     return CachedEmbedder(inner, cache) if cache else inner
 
 
-def configurations(tuned: SearchTuning, dense: bool) -> dict[str, SearchTuning]:
-    plain = FusionWeights(temporal_boost=0.0, source_boost=0.0, lexical=1.0, dense=1.0)
+def configurations(tuned: SearchTuning, dense: bool, linked: bool) -> dict[str, SearchTuning]:
+    plain = FusionWeights(temporal_boost=0.0, source_boost=0.0, lexical=1.0, dense=1.0, graph=0.0)
     configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0), context_spread=0.0)}
     if dense:
         configs["dense"] = SearchTuning(
             weights=replace(plain, lexical=0.0), context_spread=0.0, dense_floor=tuned.dense_floor
         )
+    if linked:
+        configs["tl-no-graph"] = replace(tuned, weights=replace(tuned.weights, graph=0.0))
     configs["threadloom"] = tuned
     return configs
 
 
+def link_like_auto_link(store: SqliteStore, embedder: Embedder, docs: list[Document]) -> int:
+    """Edges as the memory service's auto-linking makes them: each turn to at most 3 earlier turns whose
+    cosine reaches the service's auto-link floor. Returns the number of edges."""
+    import numpy as np
+
+    by_ref = {d.ref: d for d in docs}
+    rows = store.read(lambda r: r.tuples(
+        "SELECT d.ref, v.vector FROM documents d JOIN document_vectors v ON v.doc_id = d.id "
+        "WHERE v.fingerprint = :fp ORDER BY d.id", {"fp": embedder.fingerprint}))  # fmt: skip
+    refs = [str(ref) for ref, _ in rows]
+    matrix = np.stack([np.frombuffer(v, dtype=np.float32) for _, v in rows])
+    floor = link_floor(embedder.dense_floor)
+    edges = []
+    for i in range(1, len(refs)):
+        sims = matrix[:i] @ matrix[i]
+        best = [j for j in np.argsort(-sims)[:3] if sims[j] >= floor]
+        edges += [(refs[i], refs[j], float(sims[j])) for j in best]
+
+    def write(w: Writer) -> None:
+        for ref, doc in by_ref.items():
+            memories.insert(w, {
+                "id": ref, "content": doc.body, "summary": None, "category": None, "kind": "fact",
+                "entities": "[]", "project": None, "visibility": "private", "owner": "bench", "status": "active",
+                "pinned": 0, "core_key": None, "core_priority": None, "session_id": None, "vendor": "other",
+                "origin": "foreground", "content_hash": ref, "idempotency_key": None, "created_at": 0,
+                "valid_from": 0, "decay_score": 0.15})  # fmt: skip
+        for source, target, sim in edges:
+            memories.insert_edge(w, Edge(source, target, "related_to", round(sim, 4), "auto_link", 0), None)
+
+    store.write(write)
+    return len(edges)
+
+
 def run(
-    data: Path, embedder_name: str, cache: Path | None, tuned: SearchTuning, splits: tuple[str, ...]
+    data: Path, embedder_name: str, cache: Path | None, tuned: SearchTuning, splits: tuple[str, ...], links: bool
 ) -> dict[str, dict[str, Tally]]:
     embedder = make_embedder(embedder_name, cache)
     results: dict[str, dict[str, Tally]] = defaultdict(dict)
     ingest_s = embed_s = 0.0
-    n_turns = 0
+    n_turns = n_edges = 0
     for conv_id in (DEV if "dev" in splits else ()) + (TEST if "test" in splits else ()):
         split = "dev" if conv_id in DEV else "test"
         conv = json.loads((data / f"{conv_id}.json").read_text())
@@ -194,10 +233,12 @@ def run(
             started = time.perf_counter()
             engine.embed_pending()
             embed_s += time.perf_counter() - started
+            if links and embedder is not None:
+                n_edges += link_like_auto_link(store, embedder, docs)
             n_turns += len(docs)
             now = last_session_time(conv)
             known = {d.ref for d in docs}
-            for name, tuning in configurations(engine.tuning, embedder is not None).items():
+            for name, tuning in configurations(engine.tuning, embedder is not None, links).items():
                 tally = results[split].setdefault(name, Tally(defaultdict(list), [], []))
                 engine.tuning = tuning
                 engine.embedder = None if name == "bm25" else embedder  # BM25 alone pays no query embedding
@@ -221,6 +262,8 @@ def run(
         f"ingest: {n_turns} turns, {ingest_s / n_turns * 1000:.3f} ms/turn to index, "
         f"{embed_s / n_turns * 1000:.3f} ms/turn to embed ({embedder.fingerprint if embedder else 'no embedder'})"
     )
+    if links:
+        print(f"auto-link edges: {n_edges} ({n_edges / max(n_turns, 1):.2f} per turn)")
     if isinstance(embedder, CachedEmbedder):
         embedder.save()
         print(
@@ -268,12 +311,14 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=defaults.candidates)
     parser.add_argument("--spread", type=float, default=defaults.context_spread)
     parser.add_argument("--pool", type=int, default=defaults.context_pool)
+    parser.add_argument("--links", action="store_true", help="auto-link turns and compare with and without graph")
+    parser.add_argument("--graph", type=float, default=defaults.weights.graph)
     parser.add_argument("--floor", type=float, default=defaults.dense_floor, help="default: the model's own")
     args = parser.parse_args()
     if not args.data.is_dir():
         sys.exit(f"no LoCoMo data at {args.data}")
     weights = FusionWeights(
-        lexical=args.lexical, dense=args.dense, temporal_boost=args.temporal, source_boost=args.source
+        lexical=args.lexical, dense=args.dense, temporal_boost=args.temporal, source_boost=args.source, graph=args.graph
     )
     tuned = SearchTuning(
         weights=weights,
@@ -284,7 +329,7 @@ def main() -> None:
     )
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     print(f"threadloom tuning: {tuned}")
-    report(run(args.data, args.embedder, args.cache, tuned, splits))
+    report(run(args.data, args.embedder, args.cache, tuned, splits, args.links))
 
 
 if __name__ == "__main__":

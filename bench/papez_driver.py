@@ -121,7 +121,9 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
 
     import torch
 
-    threads = f"{torch.get_num_threads()} threads" + (" (pinned by --torch-threads)" if args.torch_threads else "")
+    threads = f"torch threads={torch.get_num_threads()}" + (
+        " (pinned by --torch-threads)" if args.torch_threads else ""
+    )
     notes = [
         "stores and recalls through papez.server.call_tool (the MCP tool dispatch, JSON result included), "
         f"Papez defaults: local MiniLM embedder (bundled copy) on torch {torch.__version__}, {threads}, "

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 class FusionWeights:
     lexical: float = 0.5
     dense: float = 0.5
-    graph: float = 0.2
+    graph: float = 0.1  # spreading activation along memory edges; see ARCHITECTURE.md for what was measured
     temporal_boost: float = 0.3  # added to a document inside a time window the question names
     source_boost: float = 0.2  # added to a document whose source (speaker, author) the question names
 
