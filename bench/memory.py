@@ -193,7 +193,7 @@ def run_papez(python: str, n: int, n_queries: int) -> dict[str, Any]:
         q_file.write_text("\n".join(queries(n_queries)) + "\n")
         done = subprocess.run(
             [python, str(ROOT / "bench/papez_driver.py"), "--memories", str(mem_file), "--queries", str(q_file),
-             "--persist", str(Path(tmp) / "papez.json")],
+             "--persist", str(Path(tmp) / "papez.json"), "--torch-threads", "1"],  # 1 thread, as threadloom's model
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if done.returncode != 0:
