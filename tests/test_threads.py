@@ -1,0 +1,125 @@
+from __future__ import annotations
+
+import multiprocessing
+from pathlib import Path
+
+import pytest
+
+from threadloom.errors import InvalidInput, NotFound
+from threadloom.threads.files import ThreadFiles, parse, render
+from threadloom.threads.model import Summary, Thread, check_thread_id, slugify
+from threadloom.threads.tree import Tree, assemble, estimate_tokens
+
+
+def thread(tid: str, parent: str | None = None, summary: str = "", **kw: object) -> Thread:
+    return Thread(
+        id=tid, title=tid.title(), parent=parent, status="active", author="ana", created_at=1_000, updated_at=1_000,
+        summary=Summary.parse(summary), **kw,  # type: ignore[arg-type]
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a/b", "Auth", "-x", "x-", "", "a" * 65, "a_b", ".md", 5])
+def test_thread_ids_can_never_name_another_path(bad: object) -> None:
+    with pytest.raises(InvalidInput):
+        check_thread_id(bad)
+
+
+def test_ids_are_slugs_of_the_title_and_never_collide() -> None:
+    assert slugify("Auth API (v2)!") == "auth-api-v2"
+    assert slugify("Auth API v2", {"auth-api-v2"}) == "auth-api-v2-2"
+    assert slugify("Auth API v2", {"auth-api-v2", "auth-api-v2-2"}) == "auth-api-v2-3"
+    assert slugify("../../etc/passwd") == "etc-passwd" and slugify("???") == "thread"
+
+
+def test_a_summary_keeps_its_sections_and_edits_one_at_a_time() -> None:
+    s = Summary.parse("intro line\n## decisions\n- JWT\n## Next steps\n- tests\n## Risks\n- clock skew")
+    assert s.sections == {"State": "intro line", "Decisions": "- JWT", "Next steps": "- tests", "Risks": "- clock skew"}
+    s = s.with_section("Decisions", "- bcrypt", append=True).with_section("State", "done", append=False)
+    assert s.sections["Decisions"] == "- JWT\n- bcrypt" and s.sections["State"] == "done"
+    assert s.render().index("## Decisions") < s.render().index("## State") < s.render().index("## Risks")
+    assert s.render(only=("Decisions",)) == "## Decisions\n- JWT\n- bcrypt"
+
+
+def test_a_thread_file_round_trips_through_markdown_and_front_matter() -> None:
+    t = thread("auth", "main", "## Decisions\n- JWT", branch="feature/auth", commit="3f2a9c1", paths=("src/auth",))
+    text = render(t)
+    assert text.startswith("---\nid: auth\ntitle: Auth\nparent: main\n") and "paths:\n- src/auth" in text
+    assert parse(text, "auth") == t
+
+
+def test_the_tree_is_rebuilt_from_the_files_and_broken_files_are_reported_not_fatal(tmp_path: Path) -> None:
+    files = ThreadFiles(tmp_path, "app")
+    with files.locked():
+        for t in (thread("main"), thread("auth", "main"), thread("auth-ui", "auth"), thread("dashboard", "main")):
+            files.write(t)
+    (files.folder / "broken.md").write_text("---\nid: broken\ntitle: [unclosed\n---\n")
+    (files.folder / "stranger.md").write_text(
+        "---\nid: someone-else\ntitle: x\ncreated: 2026-01-01\nupdated: 2026-01-01\n---\n"
+    )
+    threads, problems = files.load()
+    assert sorted(threads) == ["auth", "auth-ui", "dashboard", "main"]
+    assert sorted(p.path for p in problems) == [
+        ".threadloom/threads/app/broken.md",
+        ".threadloom/threads/app/stranger.md",
+    ]
+    assert (tmp_path / ".threadloom/.gitignore").read_text().count("local/") == 1
+    tree = Tree(threads)
+    assert [t.id for t in tree.ancestors("auth-ui")] == ["auth", "main"]
+    assert tree.render(active="auth-ui") == "main\n├── auth\n│   └── auth-ui  <- active\n└── dashboard"
+    with pytest.raises(InvalidInput, match="cycle"):
+        tree.check_move("auth", "auth-ui")
+    with pytest.raises(NotFound):
+        tree.get("nope")
+
+
+def test_a_hand_made_cycle_stops_the_walk_instead_of_looping() -> None:
+    tree = Tree({"a": thread("a", "b"), "b": thread("b", "a")})
+    assert [t.id for t in tree.ancestors("a")] == ["b"]
+
+
+def test_context_is_the_active_summary_plus_ancestor_decisions_and_constraints_only() -> None:
+    tree = Tree(
+        {
+            "main": thread("main", None, "## Decisions\n- Next.js\n## State\n- main state stays out"),
+            "auth": thread(
+                "auth", "main", "## Decisions\n- JWT\n## Constraints\n- no cookies on api\n## Next steps\n- x"
+            ),
+            "auth-ui": thread("auth-ui", "auth", "## State\n- login form done\n## Next steps\n- logout"),
+            "dashboard": thread("dashboard", "main", "## Decisions\n- charts with d3"),
+        }
+    )
+    warn = ("2 commits changed src/auth",)
+    ctx = assemble(tree, "auth-ui", "My App", "You build a shop.", warnings=warn)
+    for wanted in ("You build a shop.", "- Next.js", "- JWT", "- no cookies on api", "- login form done", "- logout"):
+        assert wanted in ctx.text
+    for unwanted in ("main state stays out", "charts with d3", "- x\n"):
+        assert unwanted not in ctx.text
+    assert "_⚠ 2 commits changed src/auth_" in ctx.text
+    assert ctx.threads == ("auth-ui", "auth", "main") and ctx.left_out == ()
+    assert abs(ctx.tokens - estimate_tokens(ctx.text)) <= 2 and f"~{ctx.tokens} tokens, 3 thread(s)" in ctx.text
+    small = assemble(tree, "auth-ui", "My App", "You build a shop.", max_tokens=ctx.tokens - 5, warnings=warn)
+    assert small.left_out == ("main",) and "- Next.js" not in small.text and "- JWT" in small.text
+    tiny = assemble(tree, "auth-ui", "My App", max_tokens=1)
+    assert tiny.left_out == ("main", "auth") and "- login form done" in tiny.text
+
+
+def _write_many(repo: str, n: int) -> None:
+    files = ThreadFiles(Path(repo), "app")
+    for i in range(20):
+        with files.locked():
+            threads, _ = files.load()
+            base = threads.get("shared") or thread("shared")
+            files.write(base.touched(base.updated_at, summary=base.summary.with_section("State", f"- {n}.{i}", True)))
+
+
+def test_writers_in_several_processes_lose_no_update(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("spawn")
+    procs = [ctx.Process(target=_write_many, args=(str(tmp_path), n)) for n in range(3)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(60)
+    assert [p.exitcode for p in procs] == [0, 0, 0]
+    threads, problems = ThreadFiles(tmp_path, "app").load()
+    assert problems == [] and len(threads["shared"].summary.sections["State"].splitlines()) == 60
+    assert not list((tmp_path / ".threadloom/threads/app").glob("*.tmp"))

@@ -1,0 +1,1 @@
+"""Threads: a git-friendly tree of thread summaries (files, tree, context)."""
