@@ -218,12 +218,28 @@ M005_TERM_FREQUENCIES = Migration(
     """,
 )
 
+M006_THREAD_CURSORS = Migration(
+    "m006_thread_cursors",
+    """
+    -- Machine-local: which project and thread each session works in, per repository.
+    CREATE TABLE thread_cursors (
+        session_id TEXT NOT NULL,
+        repo TEXT NOT NULL,
+        project TEXT,
+        thread TEXT,
+        updated_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, repo)
+    );
+    """,
+)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
     M003_THREAD_ORDER,
     M004_MEMORIES,
     M005_TERM_FREQUENCIES,
+    M006_THREAD_CURSORS,
 )
 
 BOOTSTRAP_SQL = """

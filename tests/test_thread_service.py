@@ -1,0 +1,147 @@
+"""The thread service over a real git repository and a real store."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from threadloom.errors import InvalidInput, NotFound
+from threadloom.identity import Provenance
+from threadloom.search.engine import SearchEngine
+from threadloom.search.model import Filters
+from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.threads.service import ThreadService
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout.strip()
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    git(path, "init", "-q", "-b", "main")
+    git(path, "config", "user.email", "ana.lima@example.com")
+    git(path, "config", "user.name", "Ana")
+    (path / "src").mkdir()
+    (path / "src/api.py").write_text("v = 1\n")
+    git(path, "add", ".")
+    git(path, "commit", "-qm", "start")
+    return path
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = open_store(tmp_path / "t.db")
+    yield s
+    s.close()
+
+
+def service(store: SqliteStore) -> ThreadService:
+    return ThreadService(store, SearchEngine(store), env={})
+
+
+def prov(repo: Path, session: str = "s1") -> Provenance:
+    return Provenance(session_id=session, vendor="claude", project=str(repo))
+
+
+def test_a_project_starts_with_a_root_thread_and_is_selected_by_itself(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    with pytest.raises(NotFound, match="no threadloom project"):
+        threads.tree(prov(repo))
+    project = threads.create_project(prov(repo), "My Shop", "You build a shop.")
+    assert project.id == "my-shop"
+    view = threads.tree(prov(repo, "another-session"))
+    assert view["tree"] == "main  <- active" and view["problems"] == []
+    md = (repo / ".threadloom/threads/my-shop/main.md").read_text()
+    assert "author: ana-lima" in md and "title: My Shop" in md
+
+
+def test_threads_branch_summarise_and_build_the_context(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    p = prov(repo)
+    threads.create_project(p, "Shop")
+    threads.update_summary(p, "## Decisions\n- Postgres\n## State\n- root state")
+    auth = threads.create(p, "Auth")
+    threads.update_summary(p, "- JWT", section="Decisions")
+    threads.update_summary(p, "- tokens expire in 15 min", section="constraints")
+    threads.create(p, "Auth UI")
+    threads.update_summary(p, "- login form", section="State")
+    threads.create(p, "Dashboard", parent="main")
+    ctx = threads.switch(p, "auth-ui")
+    for wanted in ("- Postgres", "- JWT", "- tokens expire in 15 min", "- login form"):
+        assert wanted in ctx.text
+    assert "root state" not in ctx.text and "Dashboard" not in ctx.text
+    assert ctx.threads == ("auth-ui", "auth", "main")
+    assert auth.branch is None  # made on main: no feature branch to link
+    hits = store.read(lambda r: r.scalar("SELECT count(*) FROM documents WHERE kind = 'thread'"))
+    assert hits == 4
+    found = SearchEngine(store).search("JWT", Filters(kinds=("thread",))).hits
+    assert [h.ref for h in found] == ["shop/auth"]
+
+
+def test_a_new_session_starts_on_the_thread_of_the_checked_out_branch(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    threads.create_project(prov(repo), "Shop")
+    git(repo, "checkout", "-qb", "feature/search")
+    made = threads.create(prov(repo), "Search box")
+    assert made.branch == "feature/search"
+    git(repo, "checkout", "-q", "main")
+    assert threads.tree(prov(repo, "fresh-1"))["active"] == "main"
+    git(repo, "checkout", "-q", "feature/search")
+    assert threads.tree(prov(repo, "fresh-2"))["active"] == "search-box"
+
+
+def test_the_context_warns_when_commits_changed_the_watched_paths(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    p = prov(repo)
+    threads.create_project(p, "Shop")
+    threads.update_summary(p, "## State\n- api v1", paths=["src"])
+    assert "commit" not in threads.context(p).text
+    for n in (2, 3):
+        (repo / "src/api.py").write_text(f"v = {n}\n")
+        git(repo, "commit", "-qam", f"v{n}")
+    (repo / "README").write_text("x")
+    git(repo, "add", "README")
+    git(repo, "commit", "-qm", "docs")
+    assert "2 commit(s) changed src since this summary was written" in threads.context(p).text
+    with pytest.raises(InvalidInput, match="relative"):
+        threads.update_summary(p, "x", paths=["../etc"])
+
+
+def test_status_merge_rebase_and_delete(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    p = prov(repo)
+    threads.create_project(p, "Shop")
+    threads.create(p, "Try Redis")
+    abandoned = threads.set_status(p, "abandoned", "too much ops work")
+    assert (
+        abandoned.status == "abandoned" and "- Abandoned: too much ops work" in abandoned.summary.sections["Decisions"]
+    )
+    threads.create(p, "Try SQLite cache", parent="main")
+    parent = threads.merge(p, "## Decisions\n- cache in SQLite, Redis abandoned")
+    assert parent.id == "main" and parent.status == "active" and threads.tree(p)["active"] == "main"
+    tree = threads.tree(p)["tree"]
+    assert "try-sqlite-cache [done]" in tree and "try-redis [abandoned]" in tree
+    threads.create(p, "Later", parent="try-redis")
+    with pytest.raises(InvalidInput, match="cycle"):
+        threads.rebase(p, "try-redis", "later")
+    threads.rebase(p, "later", "try-sqlite-cache")
+    assert threads.delete(p, "try-sqlite-cache") == ["try-sqlite-cache", "later"]
+    with pytest.raises(InvalidInput, match="root"):
+        threads.delete(p, "main")
+    assert sorted(path.stem for path in (repo / ".threadloom/threads/shop").glob("*.md")) == ["main", "try-redis"]
+
+
+def test_a_broken_file_is_reported_and_the_rest_still_works(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    p = prov(repo)
+    threads.create_project(p, "Shop")
+    threads.create(p, "Auth")
+    (repo / ".threadloom/threads/shop/auth.md").write_text("---\nid: auth\ntitle: [broken\n---\n")
+    view = threads.tree(p)
+    assert view["tree"] == "main  <- active" and view["problems"][0]["path"].endswith("auth.md")

@@ -1,0 +1,321 @@
+"""Projects and threads of one repository: create, switch, summarise, finish, merge, move, delete,
+and the context a session loads. Files are the truth (committed with the code); the store keeps
+each session's position and a search index of the summaries.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+import yaml
+
+from threadloom.clock import now_ms
+from threadloom.errors import InvalidInput, NotFound
+from threadloom.identity import Provenance
+from threadloom.search.engine import SearchEngine
+from threadloom.search.model import Document
+from threadloom.sessions import record_event
+from threadloom.store.base import Store, Writer
+from threadloom.threads import git
+from threadloom.threads.files import FOLDER, ThreadFiles
+from threadloom.threads.model import STATUSES, Summary, Thread, check_thread_id, slugify
+from threadloom.threads.tree import Context, Tree, assemble
+
+ROOT_THREAD: Final = "main"
+MODES: Final = ("solo", "team")
+TRUNK_BRANCHES: Final = frozenset({"main", "master", "trunk", "develop"})
+
+
+@dataclass(frozen=True)
+class Project:
+    id: str
+    title: str
+    system_context: str
+    mode: str
+
+
+class ThreadService:
+    def __init__(self, store: Store, engine: SearchEngine, env: dict[str, str] | None = None) -> None:
+        self._store = store
+        self._engine = engine
+        self._env = env if env is not None else dict(os.environ)
+
+    # projects
+
+    def create_project(self, prov: Provenance, title: str, system_context: str = "", mode: str = "solo") -> Project:
+        repo = _repo(prov)
+        if mode not in MODES:
+            raise InvalidInput("mode is solo or team")
+        if not title.strip() or len(title) > 200:
+            raise InvalidInput("a project title is 1-200 characters")
+        project = Project(slugify(title, set(self._projects(repo))), title.strip(), system_context.strip(), mode)
+        folder = repo / FOLDER / "projects"
+        folder.mkdir(parents=True, exist_ok=True)
+        data = {"title": project.title, "system_context": project.system_context, "mode": project.mode}
+        (folder / f"{project.id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        now = now_ms()
+        root = Thread(ROOT_THREAD, project.title, None, "active", git.author(repo, self._env), now, now)
+        self._save(repo, project.id, root, prov)
+        self._set_cursor(prov, project.id, ROOT_THREAD)
+        return project
+
+    def projects(self, prov: Provenance) -> dict[str, Any]:
+        repo = _repo(prov)
+        found = self._projects(repo)
+        selected = self._cursor(prov)[0]
+        return {
+            "projects": [p.__dict__ | {"selected": p.id == selected} for p in found.values()],
+            "caveats": [] if found else ["no project here yet: create one (it starts with a root thread)"],
+        }
+
+    def switch_project(self, prov: Provenance, project_id: str) -> Project:
+        found = self._projects(_repo(prov))
+        if project_id not in found:
+            raise NotFound(f"no project {project_id!r}; known: {', '.join(found) or 'none'}")
+        self._set_cursor(prov, project_id, None)
+        return found[project_id]
+
+    def _projects(self, repo: Path) -> dict[str, Project]:
+        folder = repo / FOLDER / "projects"
+        found: dict[str, Project] = {}
+        for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
+            try:
+                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+                found[check_thread_id(path.stem)] = Project(
+                    path.stem, str(data["title"]), str(data.get("system_context", "")), str(data.get("mode", "solo"))
+                )
+            except (OSError, KeyError, TypeError, yaml.YAMLError, InvalidInput):
+                continue
+        return found
+
+    def _project(self, prov: Provenance) -> Project:
+        """The session's project; a single project is selected automatically."""
+        found = self._projects(_repo(prov))
+        chosen = self._cursor(prov)[0]
+        if chosen in found:
+            return found[chosen]
+        if len(found) == 1:
+            return next(iter(found.values()))
+        if not found:
+            raise NotFound("no threadloom project in this repository; create one first")
+        raise InvalidInput(f"several projects here ({', '.join(found)}); switch to one first")
+
+    # threads
+
+    def tree(self, prov: Provenance) -> dict[str, Any]:
+        project = self._project(prov)
+        files = ThreadFiles(_repo(prov), project.id)
+        threads, problems = files.load()
+        active = self._active(prov, project, threads)
+        return {
+            "project": project.id,
+            "active": active,
+            "tree": Tree(threads).render(active),
+            "problems": [p.__dict__ for p in problems],
+        }
+
+    def create(self, prov: Provenance, title: str, parent: str | None = None) -> Thread:
+        """A child of `parent` (default: the active thread); on a feature branch, linked to it."""
+        repo, project = _repo(prov), self._project(prov)
+        files = ThreadFiles(repo, project.id)
+        with files.locked():
+            threads, _ = files.load()
+            parent_id = parent or self._active(prov, project, threads)
+            Tree(threads).get(check_thread_id(parent_id))
+            current = git.branch(repo)
+            now = now_ms()
+            thread = Thread(
+                slugify(title, set(threads)),
+                title.strip(),
+                parent_id,
+                "active",
+                git.author(repo, self._env),
+                now,
+                now,
+                branch=current if current and current not in TRUNK_BRANCHES else None,
+                commit=git.head(repo),
+            )
+            self._write(files, thread, prov)
+        self._set_cursor(prov, project.id, thread.id)
+        return thread
+
+    def switch(self, prov: Provenance, thread_id: str, max_tokens: int | None = None) -> Context:
+        project = self._project(prov)
+        threads, _ = ThreadFiles(_repo(prov), project.id).load()
+        Tree(threads).get(check_thread_id(thread_id))
+        self._set_cursor(prov, project.id, thread_id)
+        return self.context(prov, max_tokens)
+
+    def context(self, prov: Provenance, max_tokens: int | None = None) -> Context:
+        repo, project = _repo(prov), self._project(prov)
+        threads, _ = ThreadFiles(repo, project.id).load()
+        active = self._active(prov, project, threads)
+        thread = threads[active]
+        warnings = []
+        if thread.commit and thread.paths:
+            changed = git.commits_since(repo, thread.commit, thread.paths)
+            if changed:
+                warnings.append(
+                    f"{changed} commit(s) changed {', '.join(thread.paths)} since this summary was written: "
+                    "check it is still accurate"
+                )
+        return assemble(Tree(threads), active, project.title, project.system_context, max_tokens, tuple(warnings))
+
+    def update_summary(
+        self,
+        prov: Provenance,
+        text: str,
+        section: str | None = None,
+        replace_section: bool = False,
+        paths: list[str] | None = None,
+        thread_id: str | None = None,
+    ) -> Thread:
+        """Replace the whole summary, or add to (or replace) one section; records the head commit."""
+        for path in paths or []:
+            if path.startswith("/") or ".." in Path(path).parts:
+                raise InvalidInput(f"watched paths are relative to the repository: {path!r}")
+
+        def change(thread: Thread, repo: Path) -> Thread:
+            summary = (
+                Summary.parse(text)
+                if section is None
+                else thread.summary.with_section(section, text, not replace_section)
+            )
+            new_paths = tuple(paths) if paths is not None else thread.paths
+            return thread.touched(now_ms(), summary=summary, paths=new_paths, commit=git.head(repo) or thread.commit)
+
+        return self._modify(prov, thread_id, change)
+
+    def set_status(
+        self, prov: Provenance, status: str, reason: str | None = None, thread_id: str | None = None
+    ) -> Thread:
+        """done / abandoned (the reason joins Decisions), idle, or active to reopen."""
+        if status not in STATUSES:
+            raise InvalidInput(f"status must be one of {', '.join(STATUSES)}")
+
+        def change(thread: Thread, _: Path) -> Thread:
+            summary = thread.summary
+            if reason and status in ("done", "abandoned"):
+                summary = summary.with_section("Decisions", f"- {status.capitalize()}: {reason.strip()}", append=True)
+            return thread.touched(now_ms(), status=status, summary=summary, outcome=reason or thread.outcome)
+
+        return self._modify(prov, thread_id, change)
+
+    def merge(self, prov: Provenance, parent_summary: str, thread_id: str | None = None) -> Thread:
+        """Fold a finished thread into its parent: the parent's summary becomes `parent_summary` (which
+        carries the child's conclusions), the child is done, and the session moves to the parent."""
+        repo, project = _repo(prov), self._project(prov)
+        files = ThreadFiles(repo, project.id)
+        with files.locked():
+            threads, _ = files.load()
+            child = Tree(threads).get(thread_id or self._active(prov, project, threads))
+            if child.parent is None or child.parent not in threads:
+                raise InvalidInput(f"{child.id} has no parent to merge into")
+            now = now_ms()
+            parent = threads[child.parent].touched(now, summary=Summary.parse(parent_summary), status="active")
+            self._write(files, child.touched(now, status="done", outcome=f"merged into {parent.id}"), prov)
+            self._write(files, parent, prov)
+        self._set_cursor(prov, project.id, parent.id)
+        return parent
+
+    def rebase(self, prov: Provenance, thread_id: str, new_parent: str) -> Thread:
+        def change(thread: Thread, _: Path, threads: dict[str, Thread]) -> Thread:
+            Tree(threads).check_move(thread.id, check_thread_id(new_parent))
+            return thread.touched(now_ms(), parent=new_parent)
+
+        return self._modify(prov, thread_id, change, with_tree=True)
+
+    def delete(self, prov: Provenance, thread_id: str) -> list[str]:
+        """Delete a thread and all its descendants; the root cannot be deleted."""
+        repo, project = _repo(prov), self._project(prov)
+        files = ThreadFiles(repo, project.id)
+        with files.locked():
+            threads, _ = files.load()
+            tree = Tree(threads)
+            target = tree.get(check_thread_id(thread_id))
+            if target.parent is None:
+                raise InvalidInput("the root thread cannot be deleted; delete the project's files instead")
+            gone = [target.id, *[t.id for t in tree.descendants(target.id)]]
+            for tid in gone:
+                files.delete(tid)
+            self._store.write(lambda w: [self._engine.remove(w, "thread", f"{project.id}/{tid}") for tid in gone])
+        if self._cursor(prov)[1] in gone:
+            self._set_cursor(prov, project.id, target.parent)
+        return gone
+
+    # shared
+
+    def _modify(self, prov: Provenance, thread_id: str | None, change: Any, with_tree: bool = False) -> Thread:
+        repo, project = _repo(prov), self._project(prov)
+        files = ThreadFiles(repo, project.id)
+        with files.locked():
+            threads, _ = files.load()
+            current = Tree(threads).get(check_thread_id(thread_id or self._active(prov, project, threads)))
+            updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
+            self._write(files, updated, prov)
+        return updated
+
+    def _write(self, files: ThreadFiles, thread: Thread, prov: Provenance) -> None:
+        files.write(thread)
+        doc = Document(
+            kind="thread",
+            ref=f"{files.project}/{thread.id}",
+            body=thread.summary.render() or thread.title,
+            title=thread.title,
+            project=prov.project,
+            status=thread.status,
+            source=thread.author,
+        )
+
+        def tx(w: Writer) -> None:
+            self._engine.index(w, doc)
+            record_event(w, prov, "thread.written", {"project": files.project, "thread": thread.id})
+
+        self._store.write(tx)
+
+    def _save(self, repo: Path, project: str, thread: Thread, prov: Provenance) -> None:
+        files = ThreadFiles(repo, project)
+        with files.locked():
+            self._write(files, thread, prov)
+
+    def _active(self, prov: Provenance, project: Project, threads: dict[str, Thread]) -> str:
+        """The session's thread; else the one linked to the checked-out branch; else the root."""
+        chosen_project, chosen = self._cursor(prov)
+        if chosen_project == project.id and chosen in threads:
+            return chosen
+        current = git.branch(_repo(prov))
+        linked = [t for t in threads.values() if current and t.branch == current and t.status == "active"]
+        if linked:
+            return max(linked, key=lambda t: t.updated_at).id
+        roots = Tree(threads).roots()
+        if not roots:
+            raise NotFound(f"project {project.id} has no readable threads")
+        return roots[0].id
+
+    def _cursor(self, prov: Provenance) -> tuple[str | None, str | None]:
+        row = self._store.read(
+            lambda r: r.one(
+                "SELECT project, thread FROM thread_cursors WHERE session_id = :s AND repo = :r",
+                {"s": prov.session_id or "", "r": str(_repo(prov))},
+            )
+        )
+        return (row["project"], row["thread"]) if row else (None, None)
+
+    def _set_cursor(self, prov: Provenance, project: str, thread: str | None) -> None:
+        self._store.write(
+            lambda w: w.execute(
+                "INSERT INTO thread_cursors (session_id, repo, project, thread, updated_at) "
+                "VALUES (:s, :r, :p, :t, :now) ON CONFLICT (session_id, repo) DO UPDATE SET "
+                "project = :p, thread = :t, updated_at = :now",
+                {"s": prov.session_id or "", "r": str(_repo(prov)), "p": project, "t": thread, "now": now_ms()},
+            )
+        )
+
+
+def _repo(prov: Provenance) -> Path:
+    if not prov.project:
+        raise InvalidInput("this session has no project root (set THREADLOOM_ROOT or open a folder)")
+    return Path(prov.project)
