@@ -13,6 +13,7 @@ from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters
 from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.threads.notes import NoteService
 from threadloom.threads.service import ThreadService
 
 
@@ -145,3 +146,29 @@ def test_a_broken_file_is_reported_and_the_rest_still_works(repo: Path, store: S
     (repo / ".threadloom/threads/shop/auth.md").write_text("---\nid: auth\ntitle: [broken\n---\n")
     view = threads.tree(p)
     assert view["tree"] == "main  <- active" and view["problems"][0]["path"].endswith("auth.md")
+
+
+def test_notes_and_quotes_live_in_the_store_and_a_note_reopens_a_finished_thread(
+    repo: Path, store: SqliteStore
+) -> None:
+    threads = service(store)
+    notes = NoteService(store, SearchEngine(store), threads)
+    p = prov(repo)
+    threads.create_project(p, "Shop")
+    threads.create(p, "Payments")
+    threads.set_status(p, "done", "shipped")
+    added = notes.add_note(p, "Stripe webhooks retry for 3 days", kind="insight")
+    assert added["reopened"] and threads.thread(p).status == "active"
+    notes.add_quote(p, "never store card numbers, not even masked")
+    notes.add_quote(p, "we ship on Tuesdays", project_wide=True)
+    listed = [(n.kind, n.text) for n in notes.notes(p)]
+    assert listed == [
+        ("quote", "we ship on Tuesdays"),
+        ("quote", "never store card numbers, not even masked"),
+        ("insight", "Stripe webhooks retry for 3 days"),
+    ]
+    with pytest.raises(InvalidInput, match="note kind"):
+        notes.add_note(p, "x", kind="gossip")
+    found = SearchEngine(store).search("card numbers", Filters(kinds=("quote",))).hits
+    assert [h.body for h in found] == ["never store card numbers, not even masked"]
+    assert not (repo / ".threadloom/threads/shop/payments.md").read_text().count("Stripe")  # not in git

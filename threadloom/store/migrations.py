@@ -233,6 +233,26 @@ M006_THREAD_CURSORS = Migration(
     """,
 )
 
+M007_THREAD_NOTES = Migration(
+    "m007_thread_notes",
+    """
+    -- Notes (move, failed, insight, open_q, decision) and verbatim user quotes: many and personal,
+    -- so they live in the store, not in the repository's thread files.
+    CREATE TABLE thread_notes (
+        id INTEGER PRIMARY KEY,
+        repo TEXT NOT NULL,
+        project TEXT NOT NULL,
+        thread TEXT,
+        kind TEXT NOT NULL,
+        text TEXT NOT NULL,
+        session_id TEXT,
+        vendor TEXT NOT NULL,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX thread_notes_thread ON thread_notes (repo, project, thread, id);
+    """,
+)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -240,6 +260,7 @@ MIGRATIONS: Sequence[Migration] = (
     M004_MEMORIES,
     M005_TERM_FREQUENCIES,
     M006_THREAD_CURSORS,
+    M007_THREAD_NOTES,
 )
 
 BOOTSTRAP_SQL = """

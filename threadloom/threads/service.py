@@ -46,7 +46,7 @@ class ThreadService:
     # projects
 
     def create_project(self, prov: Provenance, title: str, system_context: str = "", mode: str = "solo") -> Project:
-        repo = _repo(prov)
+        repo = repo_of(prov)
         if mode not in MODES:
             raise InvalidInput("mode is solo or team")
         if not title.strip() or len(title) > 200:
@@ -63,7 +63,7 @@ class ThreadService:
         return project
 
     def projects(self, prov: Provenance) -> dict[str, Any]:
-        repo = _repo(prov)
+        repo = repo_of(prov)
         found = self._projects(repo)
         selected = self._cursor(prov)[0]
         return {
@@ -72,7 +72,7 @@ class ThreadService:
         }
 
     def switch_project(self, prov: Provenance, project_id: str) -> Project:
-        found = self._projects(_repo(prov))
+        found = self._projects(repo_of(prov))
         if project_id not in found:
             raise NotFound(f"no project {project_id!r}; known: {', '.join(found) or 'none'}")
         self._set_cursor(prov, project_id, None)
@@ -91,9 +91,9 @@ class ThreadService:
                 continue
         return found
 
-    def _project(self, prov: Provenance) -> Project:
+    def project(self, prov: Provenance) -> Project:
         """The session's project; a single project is selected automatically."""
-        found = self._projects(_repo(prov))
+        found = self._projects(repo_of(prov))
         chosen = self._cursor(prov)[0]
         if chosen in found:
             return found[chosen]
@@ -106,8 +106,8 @@ class ThreadService:
     # threads
 
     def tree(self, prov: Provenance) -> dict[str, Any]:
-        project = self._project(prov)
-        files = ThreadFiles(_repo(prov), project.id)
+        project = self.project(prov)
+        files = ThreadFiles(repo_of(prov), project.id)
         threads, problems = files.load()
         active = self._active(prov, project, threads)
         return {
@@ -119,7 +119,7 @@ class ThreadService:
 
     def create(self, prov: Provenance, title: str, parent: str | None = None) -> Thread:
         """A child of `parent` (default: the active thread); on a feature branch, linked to it."""
-        repo, project = _repo(prov), self._project(prov)
+        repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, _ = files.load()
@@ -142,15 +142,22 @@ class ThreadService:
         self._set_cursor(prov, project.id, thread.id)
         return thread
 
+    def thread(self, prov: Provenance, thread_id: str | None = None) -> Thread:
+        """One thread of the session's project (default: its active thread)."""
+        project = self.project(prov)
+        threads, _ = ThreadFiles(repo_of(prov), project.id).load()
+        chosen = thread_id or self._active(prov, project, threads)
+        return Tree(threads).get(check_thread_id(chosen))
+
     def switch(self, prov: Provenance, thread_id: str, max_tokens: int | None = None) -> Context:
-        project = self._project(prov)
-        threads, _ = ThreadFiles(_repo(prov), project.id).load()
+        project = self.project(prov)
+        threads, _ = ThreadFiles(repo_of(prov), project.id).load()
         Tree(threads).get(check_thread_id(thread_id))
         self._set_cursor(prov, project.id, thread_id)
         return self.context(prov, max_tokens)
 
     def context(self, prov: Provenance, max_tokens: int | None = None) -> Context:
-        repo, project = _repo(prov), self._project(prov)
+        repo, project = repo_of(prov), self.project(prov)
         threads, _ = ThreadFiles(repo, project.id).load()
         active = self._active(prov, project, threads)
         thread = threads[active]
@@ -207,7 +214,7 @@ class ThreadService:
     def merge(self, prov: Provenance, parent_summary: str, thread_id: str | None = None) -> Thread:
         """Fold a finished thread into its parent: the parent's summary becomes `parent_summary` (which
         carries the child's conclusions), the child is done, and the session moves to the parent."""
-        repo, project = _repo(prov), self._project(prov)
+        repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, _ = files.load()
@@ -230,7 +237,7 @@ class ThreadService:
 
     def delete(self, prov: Provenance, thread_id: str) -> list[str]:
         """Delete a thread and all its descendants; the root cannot be deleted."""
-        repo, project = _repo(prov), self._project(prov)
+        repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, _ = files.load()
@@ -249,7 +256,7 @@ class ThreadService:
     # shared
 
     def _modify(self, prov: Provenance, thread_id: str | None, change: Any, with_tree: bool = False) -> Thread:
-        repo, project = _repo(prov), self._project(prov)
+        repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, _ = files.load()
@@ -286,7 +293,7 @@ class ThreadService:
         chosen_project, chosen = self._cursor(prov)
         if chosen_project == project.id and chosen in threads:
             return chosen
-        current = git.branch(_repo(prov))
+        current = git.branch(repo_of(prov))
         linked = [t for t in threads.values() if current and t.branch == current and t.status == "active"]
         if linked:
             return max(linked, key=lambda t: t.updated_at).id
@@ -299,7 +306,7 @@ class ThreadService:
         row = self._store.read(
             lambda r: r.one(
                 "SELECT project, thread FROM thread_cursors WHERE session_id = :s AND repo = :r",
-                {"s": prov.session_id or "", "r": str(_repo(prov))},
+                {"s": prov.session_id or "", "r": str(repo_of(prov))},
             )
         )
         return (row["project"], row["thread"]) if row else (None, None)
@@ -310,12 +317,12 @@ class ThreadService:
                 "INSERT INTO thread_cursors (session_id, repo, project, thread, updated_at) "
                 "VALUES (:s, :r, :p, :t, :now) ON CONFLICT (session_id, repo) DO UPDATE SET "
                 "project = :p, thread = :t, updated_at = :now",
-                {"s": prov.session_id or "", "r": str(_repo(prov)), "p": project, "t": thread, "now": now_ms()},
+                {"s": prov.session_id or "", "r": str(repo_of(prov)), "p": project, "t": thread, "now": now_ms()},
             )
         )
 
 
-def _repo(prov: Provenance) -> Path:
+def repo_of(prov: Provenance) -> Path:
     if not prov.project:
         raise InvalidInput("this session has no project root (set THREADLOOM_ROOT or open a folder)")
     return Path(prov.project)
