@@ -22,6 +22,21 @@ PY = sys.executable
 # Every home a test made; the session's end checks that no process of ours outlives the run.
 HOMES: list[Path] = []
 
+# What `THREADLOOM_TOOLSET=default` lists, in order.
+DEFAULT_TOOLS = (
+    "status",
+    "memory_store",
+    "memory_recall",
+    "memory_amend",
+    "memory_core",
+    "thread_context",
+    "thread_create",
+    "thread_summary",
+    "thread_note",
+    "thread_status",
+    "thread_project",
+)
+
 
 def new_home() -> Path:
     home = Path(tempfile.mkdtemp(prefix="tl", dir="/tmp"))

@@ -15,7 +15,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.helpers import PY, env_for, structured, wait_for
+from tests.helpers import DEFAULT_TOOLS, PY, env_for, structured, wait_for
 
 pytestmark = pytest.mark.anyio
 TOKEN = "s3cret-token"
@@ -87,13 +87,7 @@ def post(port: int, headers: dict[str, str]) -> tuple[int, str]:
 async def test_status_over_http(http_server: int, home: Path) -> None:
     async with Client(f"http://127.0.0.1:{http_server}/mcp", mode="legacy") as client:
         tools = await client.list_tools()
-        assert [t.name for t in tools.tools] == [
-            "status",
-            "memory_store",
-            "memory_recall",
-            "memory_amend",
-            "memory_core",
-        ]
+        assert [t.name for t in tools.tools] == list(DEFAULT_TOOLS)
         st = structured(await client.call_tool("status", {}))
         bad = await client.call_tool("status", {"recent_events": "x"})
     assert st["server"]["mode"] == "http"

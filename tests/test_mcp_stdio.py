@@ -10,7 +10,7 @@ import pytest
 from mcp import Client
 from mcp_types import ListRootsResult, Root
 
-from tests.helpers import RawSession, count_rows, serve_params, structured
+from tests.helpers import DEFAULT_TOOLS, RawSession, count_rows, serve_params, structured
 
 pytestmark = pytest.mark.anyio
 MODES = {"bridge": (), "in-process": ("--in-process",)}
@@ -26,13 +26,7 @@ async def test_status_reports_store_session_and_server(home: Path, mode: str) ->
     async with Client(params, mode="legacy") as client:
         assert "threadloom" in (client.instructions or "")
         tools = await client.list_tools()
-        assert [t.name for t in tools.tools] == [
-            "status",
-            "memory_store",
-            "memory_recall",
-            "memory_amend",
-            "memory_core",
-        ]
+        assert [t.name for t in tools.tools] == list(DEFAULT_TOOLS)
         st = structured(await client.call_tool("status", {}))
     assert st["store"]["path"] == str(home / "threadloom.db")
     assert st["store"]["schema_version"] >= 1

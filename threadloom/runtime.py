@@ -27,6 +27,8 @@ from threadloom.sessions import SessionInfo, SessionService
 from threadloom.status import StatusService
 from threadloom.store.base import Store
 from threadloom.store.sqlite import ensure_private_dir, open_store
+from threadloom.threads.notes import NoteService
+from threadloom.threads.service import ThreadService
 
 Mode = Literal["daemon", "in-process", "http", "cli"]
 EMBED_INTERVAL_S = 5.0
@@ -49,6 +51,8 @@ class Runtime:
     recall: MemoryRecall
     core: CoreMemory
     maintenance: Maintenance
+    threads: ThreadService
+    notes: NoteService
     started_at_ms: int = field(default_factory=now_ms)
     _started_monotonic: float = field(default_factory=time.monotonic)
     live: dict[str, SessionInfo] = field(default_factory=dict)
@@ -153,6 +157,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
     memory = MemoryService(
         store, search, settings.user, scoring, LinkingConfig(max_auto_links=settings.memory_max_auto_links)
     )
+    threads = ThreadService(store, search)
     return Runtime(
         settings=settings,
         store=store,
@@ -165,6 +170,8 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         recall=MemoryRecall(store, search, settings.user, scoring),
         core=CoreMemory(store, memory),
         maintenance=Maintenance(store, scoring),
+        threads=threads,
+        notes=NoteService(store, search, threads),
         store_lock_fd=lock_fd,
     )
 

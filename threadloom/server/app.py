@@ -24,6 +24,7 @@ from threadloom.server import errors
 from threadloom.server.connection import ConnectionState, connection_of
 from threadloom.server.instructions import INSTRUCTIONS
 from threadloom.server.memory_tools import MEMORY_TOOLS
+from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.tools import TOOLS, status_report
 from threadloom.server.toolsets import ToolDef, select_tools
 
@@ -158,7 +159,7 @@ def replace_tools(result: ListToolsResult, tools: list[Any]) -> ListToolsResult:
 def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     """The MCP server over `runtime`. `lifespan` matters only to HTTP, where it yields the
     connection registry; the socket and stdio transports hand each connection its own state."""
-    tools = {t.name: t for t in (*TOOLS, *MEMORY_TOOLS)}
+    tools = {t.name: t for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS)}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)
     return server

@@ -12,6 +12,11 @@ must know.
 preference, a gotcha), `memory_store` it: one fact per memory, with `related` edges \
 (e.g. caused_by) when it follows from another memory. When a fact changes, `memory_amend` \
 the old one instead of storing a contradiction; a store may return possible_conflicts to check.
+- In a repository with a threadloom project, call `thread_context` first: it loads what was \
+decided on the topic you are in (its thread) and the decisions and constraints above it. Start \
+a `thread_create` for a new topic, keep `thread_summary` current as you decide things, leave \
+`thread_note`s as you go, and `thread_status` done (with the outcome) when a topic is finished. \
+No project yet: `thread_project` with action create.
 - Call `status` when you need to know which store, project and session you are in, or \
 to check that threadloom is healthy.
 - Every tool returns JSON. A failure comes back as {"error": "...", "retryable": true|false}: \

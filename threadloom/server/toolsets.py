@@ -39,7 +39,7 @@ class ToolDef:
 
 
 # Groups that `default` stands for. Later groups (memory, threads, ...) join here or stay opt-in.
-DEFAULT_GROUPS: Final = frozenset({"core", "memory"})
+DEFAULT_GROUPS: Final = frozenset({"core", "memory", "threads"})
 
 
 def select_tools(spec: str, tools: Mapping[str, ToolDef]) -> frozenset[str]:

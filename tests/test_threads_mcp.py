@@ -1,0 +1,42 @@
+"""The thread tools through the real server (bridge and daemon), in a real git repository."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+from mcp import Client
+
+from tests.helpers import serve_params, structured
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_an_agent_opens_a_project_works_in_threads_and_reloads_the_context(home: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    params = serve_params(home, THREADLOOM_ROOT=str(repo), THREADLOOM_SESSION_ID="agent-1", THREADLOOM_TOOLSET="full")
+    async with Client(params, mode="legacy") as client:
+        none = structured(await client.call_tool("thread_project", {}))
+        assert none["projects"] == [] and none["caveats"]
+        made = structured(await client.call_tool("thread_project", {"action": "create", "title": "Shop"}))
+        assert made["projects"][0] | {"id": "shop", "selected": True} == made["projects"][0]
+        await client.call_tool("thread_summary", {"text": "- Postgres for orders", "section": "Decisions"})
+        child = structured(await client.call_tool("thread_create", {"title": "Checkout flow"}))
+        assert child["parent"] == "main" and child["id"] == "checkout-flow"
+        await client.call_tool("thread_summary", {"text": "## State\n- cart page done\n## Next steps\n- payment"})
+        noted = structured(
+            await client.call_tool("thread_note", {"text": "Stripe test keys in 1Password", "kind": "insight"})
+        )
+        assert noted["note"]["thread"] == "checkout-flow"
+        bad = await client.call_tool("thread_create", {"title": "x", "parent": "../../etc"})
+        assert bad.is_error and "not a thread id" in (bad.structured_content or {})["error"]
+    params = serve_params(home, THREADLOOM_ROOT=str(repo), THREADLOOM_SESSION_ID="agent-1")
+    async with Client(params, mode="legacy") as client:
+        ctx = structured(await client.call_tool("thread_context", {}))
+    assert ctx["threads"] == ["checkout-flow", "main"]
+    assert "- Postgres for orders" in ctx["context"] and "- cart page done" in ctx["context"]
+    assert ctx["tree"] == "main\n└── checkout-flow  <- active"
+    assert (repo / ".threadloom/threads/shop/checkout-flow.md").is_file()

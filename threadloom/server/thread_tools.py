@@ -1,0 +1,197 @@
+"""Thread tools. `threads` (default) covers a session: context, create, summary, note, status,
+project. `threads_admin` (opt-in) adds merge, rebase and delete.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from threadloom.errors import InvalidInput
+from threadloom.identity import Provenance
+from threadloom.runtime import Runtime
+from threadloom.server.connection import connection_of
+from threadloom.server.toolsets import ToolDef
+from threadloom.threads.model import Thread
+
+ThreadId = Annotated[str | None, Field(description="Thread id (a-z, 0-9, -); default: this session's active thread.")]
+
+
+async def _caller(ctx: Context) -> tuple[Runtime, Provenance]:
+    conn = connection_of(ctx.request_context)
+    info = await conn.ensure_session(ctx.request_context)
+    return conn.runtime, info.provenance()
+
+
+def _brief(t: Thread) -> dict[str, Any]:
+    return {"id": t.id, "title": t.title, "parent": t.parent, "status": t.status, "branch": t.branch}
+
+
+async def thread_context(
+    ctx: Context,
+    thread_id: Annotated[str | None, Field(description="Switch this session to this thread first.")] = None,
+    max_tokens: Annotated[
+        int | None, Field(ge=100, le=100_000, description="Budget; the farthest ancestors are left out first.")
+    ] = None,
+) -> dict[str, Any]:
+    """Load the project context: the active thread's summary plus the Decisions and Constraints of its
+    ancestors (siblings stay out), with a warning when commits changed the paths a summary describes.
+    Call it at the start of a session, after the context was cleared, or to switch threads.
+
+    Returns {context (Markdown), tokens, threads: [active, ancestors...], left_out: [...], tree, problems}.
+    """
+    runtime, prov = await _caller(ctx)
+    if thread_id is not None:
+        assembled = await runtime.call(runtime.threads.switch, prov, thread_id, max_tokens)
+    else:
+        assembled = await runtime.call(runtime.threads.context, prov, max_tokens)
+    tree = await runtime.call(runtime.threads.tree, prov)
+    return {
+        "context": assembled.text,
+        "tokens": assembled.tokens,
+        "threads": list(assembled.threads),
+        "left_out": list(assembled.left_out),
+        "tree": tree["tree"],
+        "problems": tree["problems"],
+    }
+
+
+async def thread_create(
+    ctx: Context,
+    title: Annotated[str, Field(description="The topic or question of the thread.")],
+    parent: Annotated[str | None, Field(description="Parent thread id; default: the active thread.")] = None,
+) -> dict[str, Any]:
+    """Start a child thread for a new topic and make it this session's active thread. On a feature
+    branch the thread is linked to it: sessions on that branch start there.
+
+    Returns {id, title, parent, status, branch}.
+    """
+    runtime, prov = await _caller(ctx)
+    return _brief(await runtime.call(runtime.threads.create, prov, title, parent))
+
+
+async def thread_summary(
+    ctx: Context,
+    text: Annotated[str, Field(description="Markdown: the whole summary (## sections), or the text for one section.")],
+    section: Annotated[
+        str | None, Field(description="Decisions, Constraints, State, Open questions or Next steps; omit for all.")
+    ] = None,
+    replace: Annotated[bool, Field(description="Replace the section instead of adding to it.")] = False,
+    paths: Annotated[
+        list[str] | None, Field(description="Files or folders (repository-relative) this summary describes.")
+    ] = None,
+    thread_id: ThreadId = None,
+) -> dict[str, Any]:
+    """Record what was decided and where things stand, in the thread file committed with the code.
+    Keep it short: decisions with their reasons, constraints, state, open questions, next steps.
+
+    Returns {id, title, parent, status, branch, sections: [...]}.
+    """
+    runtime, prov = await _caller(ctx)
+    thread = await runtime.call(runtime.threads.update_summary, prov, text, section, replace, paths, thread_id)
+    return _brief(thread) | {"sections": list(thread.summary.sections)}
+
+
+async def thread_note(
+    ctx: Context,
+    text: Annotated[str, Field(description="The note, or the user's words verbatim when quote is true.")],
+    kind: Annotated[
+        Literal["move", "failed", "insight", "open_q", "decision"], Field(description="What the note records.")
+    ] = "move",
+    quote: Annotated[bool, Field(description="text is a verbatim quote of the user.")] = False,
+    project_wide: Annotated[bool, Field(description="Attach the quote to the project, not a thread.")] = False,
+    thread_id: ThreadId = None,
+) -> dict[str, Any]:
+    """Add a note to a thread (kept in threadloom's store, not in git), or a verbatim user quote. A note
+    on an idle or finished thread reopens it.
+
+    Returns {note: {id, thread, kind, text, created_at}, reopened}.
+    """
+    runtime, prov = await _caller(ctx)
+    if quote:
+        note = await runtime.call(runtime.notes.add_quote, prov, text, thread_id, project_wide)
+        return {"note": note.as_dict(), "reopened": False}
+    return await runtime.call(runtime.notes.add_note, prov, text, kind, thread_id)
+
+
+async def thread_status(
+    ctx: Context,
+    status: Annotated[Literal["active", "idle", "done", "abandoned"], Field(description="active reopens.")],
+    reason: Annotated[str | None, Field(description="Why; for done or abandoned it joins the Decisions.")] = None,
+    thread_id: ThreadId = None,
+) -> dict[str, Any]:
+    """Finish a thread (done, or abandoned with the reason kept), park it (idle), or reopen it.
+
+    Returns {id, title, parent, status, branch}.
+    """
+    runtime, prov = await _caller(ctx)
+    return _brief(await runtime.call(runtime.threads.set_status, prov, status, reason, thread_id))
+
+
+async def thread_project(
+    ctx: Context,
+    action: Annotated[Literal["list", "create", "switch"], Field(description="What to do.")] = "list",
+    title: Annotated[str | None, Field(description="create: the project's title.")] = None,
+    system_context: Annotated[str | None, Field(description="create: standing instructions for the project.")] = None,
+    mode: Annotated[Literal["solo", "team"], Field(description="create: solo, or team (ownership rules).")] = "solo",
+    project_id: Annotated[str | None, Field(description="switch: the project to work in.")] = None,
+) -> dict[str, Any]:
+    """List this repository's projects, create one (with a root thread `main`), or switch to one. A
+    repository with a single project needs no switch.
+
+    Returns {projects: [{id, title, system_context, mode, selected}], caveats: [...]}.
+    """
+    runtime, prov = await _caller(ctx)
+    if action == "create":
+        if not title:
+            raise InvalidInput("create needs a title")
+        await runtime.call(runtime.threads.create_project, prov, title, system_context or "", mode)
+    elif action == "switch":
+        if not project_id:
+            raise InvalidInput("switch needs a project_id")
+        await runtime.call(runtime.threads.switch_project, prov, project_id)
+    return await runtime.call(runtime.threads.projects, prov)
+
+
+async def thread_merge(
+    ctx: Context,
+    parent_summary: Annotated[str, Field(description="The parent's new summary, carrying this thread's conclusions.")],
+    thread_id: ThreadId = None,
+) -> dict[str, Any]:
+    """Fold a finished thread into its parent: the parent's summary is replaced, the thread is done and
+    the parent becomes this session's active thread. Returns the parent {id, title, parent, status, branch}."""
+    runtime, prov = await _caller(ctx)
+    return _brief(await runtime.call(runtime.threads.merge, prov, parent_summary, thread_id))
+
+
+async def thread_rebase(
+    ctx: Context,
+    thread_id: Annotated[str, Field(description="The thread to move, with its descendants.")],
+    new_parent: Annotated[str, Field(description="Its new parent (not itself or below it).")],
+) -> dict[str, Any]:
+    """Move a thread and its descendants under another parent. Returns {id, title, parent, status, branch}."""
+    runtime, prov = await _caller(ctx)
+    return _brief(await runtime.call(runtime.threads.rebase, prov, thread_id, new_parent))
+
+
+async def thread_delete(
+    ctx: Context, thread_id: Annotated[str, Field(description="The thread to delete, with all its descendants.")]
+) -> dict[str, Any]:
+    """Delete a thread's file and its descendants' (git keeps the history). Returns {deleted: [ids]}."""
+    runtime, prov = await _caller(ctx)
+    return {"deleted": await runtime.call(runtime.threads.delete, prov, thread_id)}
+
+
+THREAD_TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(thread_context, "threads", "Project context", read_only=False, destructive=False, idempotent=True),
+    ToolDef(thread_create, "threads", "New thread", read_only=False, destructive=False, idempotent=False),
+    ToolDef(thread_summary, "threads", "Update a summary", read_only=False, destructive=False, idempotent=False),
+    ToolDef(thread_note, "threads", "Note or quote", read_only=False, destructive=False, idempotent=False),
+    ToolDef(thread_status, "threads", "Thread status", read_only=False, destructive=False, idempotent=True),
+    ToolDef(thread_project, "threads", "Projects", read_only=False, destructive=False, idempotent=False),
+    ToolDef(thread_merge, "threads_admin", "Merge a thread", read_only=False, destructive=True, idempotent=False),
+    ToolDef(thread_rebase, "threads_admin", "Move a thread", read_only=False, destructive=False, idempotent=True),
+    ToolDef(thread_delete, "threads_admin", "Delete a thread", read_only=False, destructive=True, idempotent=True),
+)
