@@ -40,3 +40,32 @@ async def test_an_agent_opens_a_project_works_in_threads_and_reloads_the_context
     assert "- Postgres for orders" in ctx["context"] and "- cart page done" in ctx["context"]
     assert ctx["tree"] == "main\n└── checkout-flow  <- active"
     assert (repo / ".threadloom/threads/shop/checkout-flow.md").is_file()
+
+
+async def test_the_context_tree_and_a_thread_are_resources_and_the_flows_are_prompts(
+    home: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    params = serve_params(home, "--in-process", THREADLOOM_ROOT=str(repo))
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("thread_project", {"action": "create", "title": "Shop"})
+        await client.call_tool("thread_summary", {"text": "- Postgres", "section": "Decisions"})
+        await client.call_tool("thread_create", {"title": "Search"})
+        templates = {t.uri_template for t in (await client.list_resource_templates()).resource_templates}
+        assert {
+            "threadloom://context{?max_tokens}",
+            "threadloom://tree{?project}",
+            "threadloom://thread/{thread_id}",
+        } <= templates
+        context = (await client.read_resource("threadloom://context")).contents[0]
+        tree = (await client.read_resource("threadloom://tree")).contents[0]
+        one = (await client.read_resource("threadloom://thread/main")).contents[0]
+        prompt = await client.get_prompt("context")
+        prompts = {p.name for p in (await client.list_prompts()).prompts}
+    assert "- Postgres" in getattr(context, "text", "") and "Search (active)" in getattr(context, "text", "")
+    assert getattr(tree, "text", "") == "main\n└── search  <- active"
+    assert getattr(one, "text", "").startswith("# Shop (active)")
+    assert "- Postgres" in str(prompt.messages[0].content)
+    assert {"help", "context", "tree", "create", "switch", "summary", "merge"} <= prompts

@@ -25,6 +25,7 @@ from threadloom.server.connection import ConnectionState, connection_of
 from threadloom.server.instructions import INSTRUCTIONS
 from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
+from threadloom.server.thread_views import add_thread_views
 from threadloom.server.tools import TOOLS, status_report
 from threadloom.server.toolsets import ToolDef, select_tools
 
@@ -162,6 +163,7 @@ def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     tools = {t.name: t for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS)}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)
+    add_thread_views(server)
     return server
 
 

@@ -1,0 +1,103 @@
+"""Read-only thread views as MCP resources, and the common thread flows as MCP prompts.
+
+The resources are URI templates (their optional query makes them so), because a static resource
+cannot see which session asks, and the context depends on the session's project and thread.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from mcp.server.mcpserver import Context
+
+from threadloom.server.connection import connection_of
+
+if TYPE_CHECKING:
+    from threadloom.server.app import ThreadloomServer
+
+
+async def _caller(ctx: Context) -> tuple[Any, Any]:
+    conn = connection_of(ctx.request_context)
+    info = await conn.ensure_session(ctx.request_context)
+    return conn.runtime, info.provenance()
+
+
+def add_thread_views(server: ThreadloomServer) -> None:
+    @server.resource(
+        "threadloom://context{?max_tokens}",
+        name="context",
+        title="Current context",
+        description="The active thread's summary with its ancestors' decisions and constraints (Markdown).",
+        mime_type="text/markdown",
+    )
+    async def context_resource(ctx: Context, max_tokens: str = "") -> str:
+        runtime, prov = await _caller(ctx)
+        budget = int(max_tokens) if max_tokens.isdigit() else None
+        return str((await runtime.call(runtime.threads.context, prov, budget)).text)
+
+    @server.resource(
+        "threadloom://tree{?project}",
+        name="tree",
+        title="Thread tree",
+        description="This project's threads as an ASCII tree, with status, branch and the active marker.",
+        mime_type="text/plain",
+    )
+    async def tree_resource(ctx: Context, project: str = "") -> str:
+        runtime, prov = await _caller(ctx)
+        view = await runtime.call(runtime.threads.tree, prov)
+        problems = "".join(f"\n! {p['path']}: {p['error']}" for p in view["problems"])
+        return str(view["tree"]) + problems
+
+    @server.resource(
+        "threadloom://thread/{thread_id}",
+        name="thread",
+        title="One thread's summary",
+        description="A thread's own summary, without its ancestors.",
+        mime_type="text/markdown",
+    )
+    async def thread_resource(ctx: Context, thread_id: str) -> str:
+        runtime, prov = await _caller(ctx)
+        thread = await runtime.call(runtime.threads.thread, prov, thread_id)
+        return f"# {thread.title} ({thread.status})\n\n{thread.summary.render()}\n"
+
+    @server.prompt(name="context", title="Load the thread context")
+    async def context_prompt(ctx: Context) -> str:
+        """Loads the active thread's context into the conversation."""
+        runtime, prov = await _caller(ctx)
+        assembled = await runtime.call(runtime.threads.context, prov, None)
+        return f"Here is the project context from threadloom. Work from it.\n\n{assembled.text}"
+
+    @server.prompt(name="tree", title="Show the thread tree")
+    async def tree_prompt(ctx: Context) -> str:
+        """Shows the project's thread tree."""
+        runtime, prov = await _caller(ctx)
+        return "threadloom threads:\n\n" + str((await runtime.call(runtime.threads.tree, prov))["tree"])
+
+    @server.prompt(name="create", title="Start a thread")
+    def create_prompt(title: str) -> str:
+        """Starts a child thread of the active one for a new topic."""
+        return f"Call thread_create with title {title!r}, then thread_context, and continue in that thread."
+
+    @server.prompt(name="switch", title="Switch threads")
+    def switch_prompt(thread_id: str) -> str:
+        """Switches this session to another thread and loads its context."""
+        return f"Call thread_context with thread_id {thread_id!r} and continue from the context it returns."
+
+    @server.prompt(name="summary", title="Save the thread summary")
+    def summary_prompt(text: str = "") -> str:
+        """Saves the given summary, or has the agent write one."""
+        if text:
+            return f"Call thread_summary with this text as the whole summary:\n\n{text}"
+        return (
+            "Write this thread's summary from our conversation, in sections (## Decisions with their reasons, "
+            "## Constraints, ## State, ## Open questions, ## Next steps), short and factual, and save it with "
+            "thread_summary. List the files it is about in paths."
+        )
+
+    @server.prompt(name="merge", title="Merge the thread into its parent")
+    def merge_prompt() -> str:
+        """Folds the finished active thread into its parent."""
+        return (
+            "Read the parent's summary (thread_context shows its decisions), write the parent's new summary "
+            "including this thread's conclusions, and call thread_merge with it as parent_summary."
+        )
