@@ -139,3 +139,12 @@ def test_memory_commands_store_recall_maintain_and_refuse_bad_input(home: Path) 
     assert count_rows(home, "memories") == 1
     assert cli(home, "memory", "delete", memory_id, "--yes").returncode == 0
     assert count_rows(home, "memories") == 0
+
+
+def test_init_writes_the_instruction_files_once(home: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    first = cli(home, "init", THREADLOOM_ROOT=str(repo))
+    assert first.returncode == 0 and "created  AGENTS.md" in first.stdout
+    again = cli(home, "init", "--target", "agents", THREADLOOM_ROOT=str(repo))
+    assert "unchanged  AGENTS.md" in again.stdout and (repo / ".cursor/rules/threadloom.mdc").is_file()

@@ -6,6 +6,8 @@ from pathlib import Path
 import pytest
 
 from threadloom.errors import InvalidInput, NotFound
+from threadloom.guide import INSTRUCTIONS
+from threadloom.threads.agent_files import write_instruction_files
 from threadloom.threads.files import ThreadFiles, parse, render
 from threadloom.threads.model import Summary, Thread, check_thread_id, slugify
 from threadloom.threads.tree import Tree, assemble, estimate_tokens
@@ -123,3 +125,23 @@ def test_writers_in_several_processes_lose_no_update(tmp_path: Path) -> None:
     threads, problems = ThreadFiles(tmp_path, "app").load()
     assert problems == [] and len(threads["shared"].summary.sections["State"].splitlines()) == 60
     assert not list((tmp_path / ".threadloom/threads/app").glob("*.tmp"))
+
+
+def test_instruction_files_keep_what_the_user_wrote_and_are_idempotent(tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("# Our rules\n\nUse tabs.\n")
+    first = write_instruction_files(tmp_path, [])
+    assert [r["action"] for r in first] == ["updated", "created", "created"]
+    agents = (tmp_path / "AGENTS.md").read_text()
+    assert agents.startswith("# Our rules\n\nUse tabs.\n\n<!-- threadloom:begin") and INSTRUCTIONS.strip() in agents
+    assert (tmp_path / ".cursor/rules/threadloom.mdc").read_text().startswith("---\ndescription:")
+    assert [r["action"] for r in write_instruction_files(tmp_path, ["agents", "cursor"])] == ["unchanged", "unchanged"]
+    edited = agents.replace("## threadloom", "## threadloom (old)") + "\nMore rules after.\n"
+    (tmp_path / "AGENTS.md").write_text(edited)
+    assert write_instruction_files(tmp_path, ["agents"])[0]["action"] == "updated"
+    again = (tmp_path / "AGENTS.md").read_text()
+    assert again.count("<!-- threadloom:begin") == 1 and "(old)" not in again and again.endswith("More rules after.\n")
+    (tmp_path / "AGENTS.md").write_text("<!-- threadloom:begin (managed by threadloom; edit outside this block) -->\n")
+    with pytest.raises(InvalidInput, match="broken"):
+        write_instruction_files(tmp_path, ["agents"])
+    with pytest.raises(InvalidInput, match="unknown target"):
+        write_instruction_files(tmp_path, ["emacs"])

@@ -65,6 +65,22 @@ def serve(
     raise typer.Exit(bridge_main())
 
 
+@app.command()
+def init(
+    target: Annotated[
+        list[str] | None, typer.Option(help="agents (AGENTS.md), cursor (a Cursor rule) or generic; repeatable.")
+    ] = None,
+) -> None:
+    """Write threadloom's agent instructions into this repository's instruction files (a managed block)."""
+    import os
+
+    from threadloom.identity import project_root
+    from threadloom.threads.agent_files import write_instruction_files
+
+    for row in write_instruction_files(project_root(os.environ, [], os.getcwd()), list(target or [])):
+        out.print(f"{row['action']:>9}  {row['path']}")
+
+
 def _register_groups() -> None:
     from threadloom.cli.backup import backup_app
     from threadloom.cli.check import check

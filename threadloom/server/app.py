@@ -19,10 +19,10 @@ from pydantic import ValidationError
 
 from threadloom import __version__
 from threadloom.errors import ThreadloomError
+from threadloom.guide import INSTRUCTIONS
 from threadloom.runtime import Runtime
 from threadloom.server import errors
 from threadloom.server.connection import ConnectionState, connection_of
-from threadloom.server.instructions import INSTRUCTIONS
 from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.thread_views import add_thread_views

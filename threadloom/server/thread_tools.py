@@ -14,7 +14,9 @@ from threadloom.identity import Provenance
 from threadloom.runtime import Runtime
 from threadloom.server.connection import connection_of
 from threadloom.server.toolsets import ToolDef
+from threadloom.threads.agent_files import write_instruction_files
 from threadloom.threads.model import Thread
+from threadloom.threads.service import repo_of
 
 ThreadId = Annotated[str | None, Field(description="Thread id (a-z, 0-9, -); default: this session's active thread.")]
 
@@ -184,6 +186,24 @@ async def thread_delete(
     return {"deleted": await runtime.call(runtime.threads.delete, prov, thread_id)}
 
 
+async def thread_init_files(
+    ctx: Context,
+    targets: Annotated[
+        list[Literal["agents", "cursor", "generic"]] | None,
+        Field(
+            description="agents: AGENTS.md; cursor: .cursor/rules/threadloom.mdc; generic: .threadloom/instructions.md"
+        ),
+    ] = None,
+) -> dict[str, Any]:
+    """Write threadloom's instructions into files for agents that do not read MCP server instructions,
+    inside a managed block that leaves the rest of each file alone. Running it again changes nothing.
+
+    Returns {files: [{path, action: created|updated|unchanged}]}.
+    """
+    _, prov = await _caller(ctx)
+    return {"files": write_instruction_files(repo_of(prov), list(targets or []))}
+
+
 THREAD_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(thread_context, "threads", "Project context", read_only=False, destructive=False, idempotent=True),
     ToolDef(thread_create, "threads", "New thread", read_only=False, destructive=False, idempotent=False),
@@ -194,4 +214,7 @@ THREAD_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(thread_merge, "threads_admin", "Merge a thread", read_only=False, destructive=True, idempotent=False),
     ToolDef(thread_rebase, "threads_admin", "Move a thread", read_only=False, destructive=False, idempotent=True),
     ToolDef(thread_delete, "threads_admin", "Delete a thread", read_only=False, destructive=True, idempotent=True),
+    ToolDef(
+        thread_init_files, "threads_admin", "Instruction files", read_only=False, destructive=False, idempotent=True
+    ),
 )

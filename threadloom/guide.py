@@ -1,4 +1,5 @@
-"""What the server tells an agent about using threadloom (sent as MCP instructions)."""
+"""What threadloom tells an agent about using it: sent as MCP instructions, and written into
+instruction files (AGENTS.md, a Cursor rule) for agents that do not read those."""
 
 INSTRUCTIONS = """\
 threadloom is this machine's shared, persistent memory for coding agents. Several \
