@@ -12,7 +12,9 @@ from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters
+from threadloom.sessions import SessionInfo, SessionService
 from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.threads.hygiene import ThreadHygiene
 from threadloom.threads.notes import NoteService
 from threadloom.threads.service import ThreadService
 
@@ -172,3 +174,56 @@ def test_notes_and_quotes_live_in_the_store_and_a_note_reopens_a_finished_thread
     found = SearchEngine(store).search("card numbers", Filters(kinds=("quote",))).hits
     assert [h.body for h in found] == ["never store card numbers, not even masked"]
     assert not (repo / ".threadloom/threads/shop/payments.md").read_text().count("Stripe")  # not in git
+
+
+def open_session(store: SqliteStore, repo: Path, sid: str) -> SessionInfo:
+    info = SessionInfo(id=sid, vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1)
+    SessionService(store).open(info)
+    return info
+
+
+def test_claims_keep_peers_apart_and_orphaned_claims_are_released(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    hygiene = ThreadHygiene(store, threads)
+    a, b = open_session(store, repo, "a"), open_session(store, repo, "b")
+    threads.create_project(prov(repo, "a"), "Shop")
+    threads.create(prov(repo, "a"), "Billing")
+    assert hygiene.claim(prov(repo, "a"), "billing")["session"] == "a"
+    with pytest.raises(InvalidInput, match="claimed by session a"):
+        hygiene.claim(prov(repo, "b"), "billing")
+    with pytest.raises(InvalidInput, match="not this one"):
+        hygiene.release(prov(repo, "b"), "billing")
+    assert [(c["thread"], c["session_id"], c["live"]) for c in hygiene.claims(prov(repo, "b"))] == [
+        ("billing", "a", True)
+    ]
+    assert [t["id"] for t in hygiene.pickup(prov(repo, "b"))] == []
+    SessionService(store).close(a)
+    assert [t["id"] for t in hygiene.pickup(prov(repo, "b"))] == ["billing"]
+    assert hygiene.release_orphans() == 1 and hygiene.claims(prov(repo, "b")) == []
+    hygiene.claim(prov(repo, "b"), "billing")
+    assert hygiene.release(prov(repo, "b"), "billing") == {"thread": "billing", "released": True}
+    SessionService(store).close(b)
+
+
+def test_the_janitor_proposes_by_category_and_applies_only_when_asked(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    hygiene = ThreadHygiene(store, threads)
+    p = prov(repo)
+    threads.create_project(p, "Shop")
+    threads.create(p, "Empty idea", parent="main")
+    threads.create(p, "Old work", parent="main")
+    threads.update_summary(p, "## State\n- half done")
+    threads.create(p, "Parked", parent="main")
+    threads.update_summary(p, "## State\n- waiting")
+    threads.set_status(p, "idle")
+    later = threads.thread(p, "parked").updated_at + 90 * 86_400_000
+    proposals = {x["id"]: (x["category"], x["propose"]) for x in hygiene.janitor(p, now=later)}
+    assert proposals == {
+        "empty-idea": ("empty", "abandoned"),
+        "old-work": ("stale", "idle"),
+        "parked": ("long idle", "done"),
+    }
+    assert threads.thread(p, "old-work").status == "active"  # a dry run changes nothing
+    hygiene.janitor(p, apply=True, now=later)
+    assert threads.thread(p, "old-work").status == "idle" and threads.thread(p, "parked").status == "done"
+    assert [t["id"] for t in hygiene.compost(p, count=5, seed=1)] == ["old-work"]

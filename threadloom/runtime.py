@@ -27,6 +27,7 @@ from threadloom.sessions import SessionInfo, SessionService
 from threadloom.status import StatusService
 from threadloom.store.base import Store
 from threadloom.store.sqlite import ensure_private_dir, open_store
+from threadloom.threads.hygiene import ThreadHygiene
 from threadloom.threads.notes import NoteService
 from threadloom.threads.service import ThreadService
 
@@ -53,6 +54,7 @@ class Runtime:
     maintenance: Maintenance
     threads: ThreadService
     notes: NoteService
+    hygiene: ThreadHygiene
     started_at_ms: int = field(default_factory=now_ms)
     _started_monotonic: float = field(default_factory=time.monotonic)
     live: dict[str, SessionInfo] = field(default_factory=dict)
@@ -172,6 +174,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         maintenance=Maintenance(store, scoring),
         threads=threads,
         notes=NoteService(store, search, threads),
+        hygiene=ThreadHygiene(store, threads),
         store_lock_fd=lock_fd,
     )
 

@@ -204,6 +204,48 @@ async def thread_init_files(
     return {"files": write_instruction_files(repo_of(prov), list(targets or []))}
 
 
+async def thread_claim(
+    ctx: Context,
+    action: Annotated[Literal["claim", "release", "list"], Field(description="What to do.")] = "list",
+    thread_id: ThreadId = None,
+) -> dict[str, Any]:
+    """Claim a thread so peers working in the same repository pick something else, release it, or list
+    who holds what (with whether the holder's session is still live).
+
+    Returns {claims: [{thread, session_id, claimed_at, vendor, live}]} after the action.
+    """
+    runtime, prov = await _caller(ctx)
+    if action == "claim":
+        await runtime.call(runtime.hygiene.claim, prov, thread_id)
+    elif action == "release":
+        await runtime.call(runtime.hygiene.release, prov, thread_id)
+    return {"claims": await runtime.call(runtime.hygiene.claims, prov)}
+
+
+async def thread_janitor(
+    ctx: Context,
+    action: Annotated[
+        Literal["pickup", "compost", "janitor"],
+        Field(description="pickup: unclaimed threads, stalest first; compost: idle ones at random; janitor: proposals"),
+    ] = "janitor",
+    apply: Annotated[bool, Field(description="janitor: apply the proposals (default: dry run).")] = False,
+    count: Annotated[int, Field(ge=1, le=50, description="How many to list.")] = 5,
+) -> dict[str, Any]:
+    """Keep the tree healthy: threads to pick up, idle threads to revisit, or the janitor's proposals
+    (stale active -> idle, long idle -> done, empty -> abandoned), applied only with apply=true.
+
+    Returns {threads: [{id, title, status, updated_at, author, category?, propose?, why?, applied?}]}.
+    """
+    runtime, prov = await _caller(ctx)
+    if action == "pickup":
+        found = await runtime.call(runtime.hygiene.pickup, prov, count)
+    elif action == "compost":
+        found = await runtime.call(runtime.hygiene.compost, prov, count)
+    else:
+        found = await runtime.call(runtime.hygiene.janitor, prov, apply)
+    return {"threads": found}
+
+
 THREAD_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(thread_context, "threads", "Project context", read_only=False, destructive=False, idempotent=True),
     ToolDef(thread_create, "threads", "New thread", read_only=False, destructive=False, idempotent=False),
@@ -214,6 +256,8 @@ THREAD_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(thread_merge, "threads_admin", "Merge a thread", read_only=False, destructive=True, idempotent=False),
     ToolDef(thread_rebase, "threads_admin", "Move a thread", read_only=False, destructive=False, idempotent=True),
     ToolDef(thread_delete, "threads_admin", "Delete a thread", read_only=False, destructive=True, idempotent=True),
+    ToolDef(thread_claim, "threads_admin", "Thread claims", read_only=False, destructive=False, idempotent=True),
+    ToolDef(thread_janitor, "threads_admin", "Thread hygiene", read_only=False, destructive=False, idempotent=False),
     ToolDef(
         thread_init_files, "threads_admin", "Instruction files", read_only=False, destructive=False, idempotent=True
     ),

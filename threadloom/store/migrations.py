@@ -253,6 +253,22 @@ M007_THREAD_NOTES = Migration(
     """,
 )
 
+M008_THREAD_CLAIMS = Migration(
+    "m008_thread_claims",
+    """
+    -- Who is working on a thread right now, so peers pick something else.
+    CREATE TABLE thread_claims (
+        repo TEXT NOT NULL,
+        project TEXT NOT NULL,
+        thread TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        claimed_at INTEGER NOT NULL,
+        PRIMARY KEY (repo, project, thread)
+    );
+    CREATE INDEX thread_claims_session ON thread_claims (session_id);
+    """,
+)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -261,6 +277,7 @@ MIGRATIONS: Sequence[Migration] = (
     M005_TERM_FREQUENCIES,
     M006_THREAD_CURSORS,
     M007_THREAD_NOTES,
+    M008_THREAD_CLAIMS,
 )
 
 BOOTSTRAP_SQL = """
