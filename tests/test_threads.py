@@ -7,9 +7,13 @@ import pytest
 
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.guide import INSTRUCTIONS
+from threadloom.identity import Provenance
+from threadloom.search.engine import SearchEngine
+from threadloom.store.sqlite import open_store
 from threadloom.threads.agent_files import write_instruction_files
 from threadloom.threads.files import ThreadFiles, parse, render
 from threadloom.threads.model import Summary, Thread, check_thread_id, slugify
+from threadloom.threads.service import ThreadService
 from threadloom.threads.tree import Tree, assemble, estimate_tokens
 
 
@@ -105,26 +109,34 @@ def test_context_is_the_active_summary_plus_ancestor_decisions_and_constraints_o
     assert tiny.left_out == ("main", "auth") and "- login form done" in tiny.text
 
 
-def _write_many(repo: str, n: int) -> None:
-    files = ThreadFiles(Path(repo), "app")
-    for i in range(20):
-        with files.locked():
-            threads, _ = files.load()
-            base = threads.get("shared") or thread("shared")
-            files.write(base.touched(base.updated_at, summary=base.summary.with_section("State", f"- {n}.{i}", True)))
+def _update_many(repo: str, db: str, n: int) -> None:
+    store = open_store(Path(db))
+    service = ThreadService(store, SearchEngine(store), env={})
+    prov = Provenance(session_id=f"p{n}", vendor="other", project=repo)
+    service.create(prov, f"Worker {n}", parent="main")
+    for i in range(10):
+        service.update_summary(prov, f"- {n}.{i}", section="State", thread_id="main")
+    store.close()
 
 
-def test_writers_in_several_processes_lose_no_update(tmp_path: Path) -> None:
+def test_eight_processes_updating_one_project_lose_no_update_and_tear_no_file(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "t.db")
+    ThreadService(store, SearchEngine(store), env={}).create_project(
+        Provenance(session_id="setup", vendor="other", project=str(tmp_path)), "App"
+    )
+    store.close()
     ctx = multiprocessing.get_context("spawn")
-    procs = [ctx.Process(target=_write_many, args=(str(tmp_path), n)) for n in range(3)]
+    procs = [ctx.Process(target=_update_many, args=(str(tmp_path), str(tmp_path / "t.db"), n)) for n in range(8)]
     for p in procs:
         p.start()
     for p in procs:
-        p.join(60)
-    assert [p.exitcode for p in procs] == [0, 0, 0]
+        p.join(90)
+    assert [p.exitcode for p in procs] == [0] * 8
     threads, problems = ThreadFiles(tmp_path, "app").load()
-    assert problems == [] and len(threads["shared"].summary.sections["State"].splitlines()) == 60
-    assert not list((tmp_path / ".threadloom/threads/app").glob("*.tmp"))
+    assert problems == [] and sorted(threads) == ["main", *[f"worker-{n}" for n in range(8)]]
+    lines = threads["main"].summary.sections["State"].splitlines()
+    assert sorted(lines) == sorted(f"- {n}.{i}" for n in range(8) for i in range(10))
+    assert not list((tmp_path / ".threadloom/threads/app").glob(".*.tmp"))
 
 
 def test_instruction_files_keep_what_the_user_wrote_and_are_idempotent(tmp_path: Path) -> None:

@@ -18,10 +18,11 @@ from typing import Any, Final
 
 import yaml
 
-from threadloom.errors import InvalidInput
+from threadloom.errors import InvalidInput, NotFound
 from threadloom.threads.model import Summary, Thread, check_thread_id
 
 FOLDER: Final = ".threadloom"
+_LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 # Machine-local state never goes to git; thread files do.
 GITIGNORE: Final = "# written by threadloom: machine-local state stays out of git\nlocal/\n*.lock\n"
 
@@ -72,7 +73,7 @@ def parse(text: str, expected_id: str) -> Thread:
     end = text.find("\n---", 4)
     if end < 0:
         raise ValueError("the front matter is not closed with ---")
-    front = yaml.safe_load(text[4:end])
+    front = yaml.load(text[4:end], Loader=_LOADER)
     if not isinstance(front, dict):
         raise ValueError("the front matter is not a mapping")
     if front.get("id") != expected_id:
@@ -122,6 +123,31 @@ class ThreadFiles:
             except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, yaml.YAMLError, InvalidInput) as exc:
                 problems.append(Problem(str(path.relative_to(self.repo)), str(exc).splitlines()[0]))
         return threads, problems
+
+    def read(self, thread_id: str) -> Thread:
+        """One thread's file; NotFound when it is missing, InvalidInput when it is broken."""
+        path = self.path_of(thread_id)
+        try:
+            text = path.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            raise NotFound(f"no thread {thread_id!r} in project {self.project}") from None
+        try:
+            return parse(text, thread_id)
+        except (UnicodeDecodeError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+            raise InvalidInput(f"{path.relative_to(self.repo)} is broken: {str(exc).splitlines()[0]}") from None
+
+    def chain(self, thread_id: str) -> list[Thread]:
+        """A thread and its ancestors, nearest first, reading only their files. The walk stops at a
+        missing or broken parent, or a cycle in hand-edited files."""
+        found = [self.read(thread_id)]
+        seen = {thread_id}
+        while found[-1].parent is not None and found[-1].parent not in seen:
+            try:
+                found.append(self.read(found[-1].parent))
+            except InvalidInput:
+                break
+            seen.add(found[-1].id)
+        return found
 
     @contextmanager
     def locked(self) -> Iterator[None]:

@@ -157,10 +157,11 @@ class ThreadService:
         return self.context(prov, max_tokens)
 
     def context(self, prov: Provenance, max_tokens: int | None = None) -> Context:
+        """Assembled from the active thread's file and its ancestors' only, however large the tree."""
         repo, project = repo_of(prov), self.project(prov)
-        threads, _ = ThreadFiles(repo, project.id).load()
-        active = self._active(prov, project, threads)
-        thread = threads[active]
+        files = ThreadFiles(repo, project.id)
+        chain = self._active_chain(prov, project, files)
+        thread = chain[0]
         warnings = []
         if thread.commit and thread.paths:
             changed = git.commits_since(repo, thread.commit, thread.paths)
@@ -169,7 +170,18 @@ class ThreadService:
                     f"{changed} commit(s) changed {', '.join(thread.paths)} since this summary was written: "
                     "check it is still accurate"
                 )
-        return assemble(Tree(threads), active, project.title, project.system_context, max_tokens, tuple(warnings))
+        tree = Tree({t.id: t for t in chain})
+        return assemble(tree, thread.id, project.title, project.system_context, max_tokens, tuple(warnings))
+
+    def _active_chain(self, prov: Provenance, project: Project, files: ThreadFiles) -> list[Thread]:
+        chosen_project, chosen = self._cursor(prov)
+        if chosen_project == project.id and chosen is not None:
+            try:
+                return files.chain(chosen)
+            except (NotFound, InvalidInput):
+                pass  # deleted or broken since: fall back to the branch or the root
+        threads, _ = files.load()
+        return files.chain(self._active(prov, project, threads))
 
     def update_summary(
         self,
