@@ -43,7 +43,7 @@ def build(repo: Path, n: int, depth: int) -> str:
     """A project with `n` threads: a chain `depth` deep from the root, the rest hung at random."""
     subprocess.run(["git", "init", "-q", str(repo)], check=True)
     store = open_store(repo.parent / "bench.db")
-    service = ThreadService(store, SearchEngine(store), env={})
+    service = ThreadService(store, SearchEngine(store))
     prov = Provenance(session_id="bench", vendor="other", project=str(repo))
     service.create_project(prov, "Bench")
     files = ThreadFiles(repo, "bench")
@@ -66,7 +66,7 @@ def build(repo: Path, n: int, depth: int) -> str:
 
 def measure(repo: Path, runs: int) -> list[float]:
     store = open_store(repo.parent / "bench.db")
-    service = ThreadService(store, SearchEngine(store), env={})
+    service = ThreadService(store, SearchEngine(store))
     prov = Provenance(session_id="bench", vendor="other", project=str(repo))
     times = []
     for _ in range(runs):

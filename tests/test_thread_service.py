@@ -45,7 +45,7 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 
 def service(store: SqliteStore) -> ThreadService:
-    return ThreadService(store, SearchEngine(store), env={})
+    return ThreadService(store, SearchEngine(store))
 
 
 def prov(repo: Path, session: str = "s1") -> Provenance:
@@ -61,7 +61,7 @@ def test_a_project_starts_with_a_root_thread_and_is_selected_by_itself(repo: Pat
     view = threads.tree(prov(repo, "another-session"))
     assert view["tree"] == "main  <- active" and view["problems"] == []
     md = (repo / ".threadloom/threads/my-shop/main.md").read_text()
-    assert "author: ana-lima" in md and "title: My Shop" in md
+    assert "author: ana-" in md and "title: My Shop" in md
 
 
 def test_threads_branch_summarise_and_build_the_context(repo: Path, store: SqliteStore) -> None:
@@ -227,3 +227,24 @@ def test_the_janitor_proposes_by_category_and_applies_only_when_asked(repo: Path
     hygiene.janitor(p, apply=True, now=later)
     assert threads.thread(p, "old-work").status == "idle" and threads.thread(p, "parked").status == "done"
     assert [t["id"] for t in hygiene.compost(p, count=5, seed=1)] == ["old-work"]
+
+
+def test_in_a_team_project_only_the_author_changes_a_thread(repo: Path, store: SqliteStore) -> None:
+    ana = ThreadService(store, SearchEngine(store))
+    ben = ThreadService(store, SearchEngine(store), author="ben")
+    p_ana, p_ben = prov(repo, "ana"), prov(repo, "ben")
+    ana.create_project(p_ana, "Team", mode="team")
+    ana.create(p_ana, "Auth")
+    ben.create(p_ben, "Auth tests", parent="auth")  # anyone may add a child
+    ben.update_summary(p_ben, "- flaky login test", section="State")
+    with pytest.raises(InvalidInput, match="only the author"):
+        ben.update_summary(p_ben, "- mine now", section="State", thread_id="auth")
+    with pytest.raises(InvalidInput, match="only the author"):
+        ben.set_status(p_ben, "done", thread_id="auth")
+    with pytest.raises(InvalidInput, match="only the author"):
+        ben.merge(p_ben, "## Decisions\n- x")  # the parent is ana's
+    with pytest.raises(InvalidInput, match="every descendant"):
+        ana.delete(p_ana, "auth")  # a descendant is ben's
+    assert "ben" in ben.thread(p_ben).author and ana.thread(p_ana, "auth").author.startswith("ana-")
+    assert ben.delete(p_ben, "auth-tests") == ["auth-tests"]
+    assert ana.delete(p_ana, "auth") == ["auth"]

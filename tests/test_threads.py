@@ -111,7 +111,7 @@ def test_context_is_the_active_summary_plus_ancestor_decisions_and_constraints_o
 
 def _update_many(repo: str, db: str, n: int) -> None:
     store = open_store(Path(db))
-    service = ThreadService(store, SearchEngine(store), env={})
+    service = ThreadService(store, SearchEngine(store))
     prov = Provenance(session_id=f"p{n}", vendor="other", project=repo)
     service.create(prov, f"Worker {n}", parent="main")
     for i in range(10):
@@ -121,7 +121,7 @@ def _update_many(repo: str, db: str, n: int) -> None:
 
 def test_eight_processes_updating_one_project_lose_no_update_and_tear_no_file(tmp_path: Path) -> None:
     store = open_store(tmp_path / "t.db")
-    ThreadService(store, SearchEngine(store), env={}).create_project(
+    ThreadService(store, SearchEngine(store)).create_project(
         Provenance(session_id="setup", vendor="other", project=str(tmp_path)), "App"
     )
     store.close()

@@ -58,6 +58,7 @@ class Settings(BaseSettings):
     user: str = Field(
         default_factory=_login_name, min_length=1, max_length=100, description="Who owns the memories written here."
     )
+    author: str = Field("", max_length=100, description="Author id on thread files; empty: from git config.")
     maintenance_interval: float = Field(
         600.0, ge=0, description="Seconds between memory maintenance passes in the daemon; 0 turns them off."
     )

@@ -159,7 +159,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
     memory = MemoryService(
         store, search, settings.user, scoring, LinkingConfig(max_auto_links=settings.memory_max_auto_links)
     )
-    threads = ThreadService(store, search)
+    threads = ThreadService(store, search, settings.author)
     return Runtime(
         settings=settings,
         store=store,

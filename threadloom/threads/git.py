@@ -5,9 +5,10 @@ machine without git) gets None and no warnings, never an error.
 
 from __future__ import annotations
 
+import hashlib
 import re
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
 TIMEOUT_S = 5.0
@@ -34,17 +35,15 @@ def head(repo: Path) -> str | None:
     return _git(repo, "rev-parse", "--verify", "--quiet", "HEAD") or None
 
 
-def author(repo: Path, env: Mapping[str, str]) -> str:
-    """THREADLOOM_AUTHOR, else git's user.email (or user.name) as a short id, else `unknown`."""
-    explicit = env.get("THREADLOOM_AUTHOR", "").strip()
-    if explicit:
-        return explicit[:100]
-    for key in ("user.email", "user.name"):
-        value = _git(repo, "config", key)
-        if value:
-            local = value.split("@")[0].lower()
-            return _SAFE.sub("-", local).strip("-")[:60] or "unknown"
-    return "unknown"
+def author(repo: Path, override: str = "") -> str:
+    """The author id: `override` (THREADLOOM_AUTHOR) when set, else git's user.name and a short hash of
+    user.email (stable across clones, distinct for namesakes), else `unknown`."""
+    if override.strip():
+        return override.strip()[:100]
+    name = _SAFE.sub("-", (_git(repo, "config", "user.name") or "").lower()).strip("-")[:40]
+    email = _git(repo, "config", "user.email") or ""
+    suffix = hashlib.sha1(email.strip().lower().encode()).hexdigest()[:4] if email else ""
+    return "-".join(part for part in (name, suffix) if part) or "unknown"
 
 
 def commits_since(repo: Path, commit: str, paths: Sequence[str]) -> int | None:

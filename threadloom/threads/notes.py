@@ -46,7 +46,10 @@ class NoteService:
         thread = self._threads.thread(prov, thread_id)
         reopened = thread.status != "active"
         if reopened:
-            self._threads.set_status(prov, "active", thread_id=thread.id)
+            try:
+                self._threads.set_status(prov, "active", thread_id=thread.id)
+            except InvalidInput:  # a teammate's thread in a team project: the note still counts
+                reopened = False
         note = self._add(prov, text, kind, thread.id)
         return {"note": note.as_dict(), "reopened": reopened}
 

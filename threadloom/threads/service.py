@@ -5,7 +5,6 @@ each session's position and a search index of the summaries.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -38,10 +37,10 @@ class Project:
 
 
 class ThreadService:
-    def __init__(self, store: Store, engine: SearchEngine, env: dict[str, str] | None = None) -> None:
+    def __init__(self, store: Store, engine: SearchEngine, author: str = "") -> None:
         self._store = store
         self._engine = engine
-        self._env = env if env is not None else dict(os.environ)
+        self._author = author  # THREADLOOM_AUTHOR; empty: from git config
 
     # projects
 
@@ -57,7 +56,7 @@ class ThreadService:
         data = {"title": project.title, "system_context": project.system_context, "mode": project.mode}
         (folder / f"{project.id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
         now = now_ms()
-        root = Thread(ROOT_THREAD, project.title, None, "active", git.author(repo, self._env), now, now)
+        root = Thread(ROOT_THREAD, project.title, None, "active", git.author(repo, self._author), now, now)
         self._save(repo, project.id, root, prov)
         self._set_cursor(prov, project.id, ROOT_THREAD)
         return project
@@ -132,7 +131,7 @@ class ThreadService:
                 title.strip(),
                 parent_id,
                 "active",
-                git.author(repo, self._env),
+                git.author(repo, self._author),
                 now,
                 now,
                 branch=current if current and current not in TRUNK_BRANCHES else None,
@@ -233,6 +232,7 @@ class ThreadService:
             child = Tree(threads).get(thread_id or self._active(prov, project, threads))
             if child.parent is None or child.parent not in threads:
                 raise InvalidInput(f"{child.id} has no parent to merge into")
+            self._own(project, repo, [child, threads[child.parent]], "merge (the thread and its parent)")
             now = now_ms()
             parent = threads[child.parent].touched(now, summary=Summary.parse(parent_summary), status="active")
             self._write(files, child.touched(now, status="done", outcome=f"merged into {parent.id}"), prov)
@@ -257,7 +257,9 @@ class ThreadService:
             target = tree.get(check_thread_id(thread_id))
             if target.parent is None:
                 raise InvalidInput("the root thread cannot be deleted; delete the project's files instead")
-            gone = [target.id, *[t.id for t in tree.descendants(target.id)]]
+            below = tree.descendants(target.id)
+            self._own(project, repo, [target, *below], "delete (the thread and every descendant)")
+            gone = [target.id, *[t.id for t in below]]
             for tid in gone:
                 files.delete(tid)
             self._store.write(lambda w: [self._engine.remove(w, "thread", f"{project.id}/{tid}") for tid in gone])
@@ -267,12 +269,25 @@ class ThreadService:
 
     # shared
 
+    def _own(self, project: Project, repo: Path, threads: list[Thread], action: str) -> None:
+        """Team mode: only a thread's author may change it. Ownership prevents accidents; it is not
+        access control (anyone can edit the files)."""
+        if project.mode != "team":
+            return
+        me = git.author(repo, self._author)
+        theirs = [t for t in threads if t.author != me]
+        if theirs:
+            raise InvalidInput(
+                f"in a team project only the author may {action}: {theirs[0].id} is {theirs[0].author}'s"
+            )
+
     def _modify(self, prov: Provenance, thread_id: str | None, change: Any, with_tree: bool = False) -> Thread:
         repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, _ = files.load()
             current = Tree(threads).get(check_thread_id(thread_id or self._active(prov, project, threads)))
+            self._own(project, repo, [current], "change a thread")
             updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
             self._write(files, updated, prov)
         return updated
