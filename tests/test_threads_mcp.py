@@ -69,3 +69,17 @@ async def test_the_context_tree_and_a_thread_are_resources_and_the_flows_are_pro
     assert getattr(one, "text", "").startswith("# Shop (active)")
     assert "- Postgres" in str(prompt.messages[0].content)
     assert {"help", "context", "tree", "create", "switch", "summary", "merge"} <= prompts
+
+
+async def test_stats_count_summaries_and_the_contexts_sessions_loaded(home: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    params = serve_params(home, "--in-process", THREADLOOM_ROOT=str(repo), THREADLOOM_TOOLSET="full")
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("thread_project", {"action": "create", "title": "Shop"})
+        await client.call_tool("thread_summary", {"text": "## Decisions\n- Postgres, for its JSON support"})
+        loaded = structured(await client.call_tool("thread_context", {}))
+        stats = structured(await client.call_tool("thread_stats", {}))
+    assert stats["threads"] == 1 and stats["by_status"] == {"active": 1}
+    assert stats["summary_tokens"]["total"] > 0
+    assert stats["context_loads"] == {"count": 1, "mean_tokens": loaded["tokens"], "max_tokens": loaded["tokens"]}

@@ -50,6 +50,7 @@ async def thread_context(
     else:
         assembled = await runtime.call(runtime.threads.context, prov, max_tokens)
     tree = await runtime.call(runtime.threads.tree, prov)
+    await runtime.call(runtime.threads.record_context_load, prov, assembled)
     return {
         "context": assembled.text,
         "tokens": assembled.tokens,
@@ -246,6 +247,16 @@ async def thread_janitor(
     return {"threads": found}
 
 
+async def thread_stats(ctx: Context) -> dict[str, Any]:
+    """Sizes: threads by status, summary tokens, and the context sessions loaded at their start.
+
+    Returns {project, threads, by_status, broken_files, summary_tokens: {total, mean, max},
+    context_loads: {count, mean_tokens, max_tokens}, conversation_tokens, caveats}.
+    """
+    runtime, prov = await _caller(ctx)
+    return await runtime.call(runtime.threads.stats, prov)
+
+
 THREAD_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(thread_context, "threads", "Project context", read_only=False, destructive=False, idempotent=True),
     ToolDef(thread_create, "threads", "New thread", read_only=False, destructive=False, idempotent=False),
@@ -256,6 +267,7 @@ THREAD_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(thread_merge, "threads_admin", "Merge a thread", read_only=False, destructive=True, idempotent=False),
     ToolDef(thread_rebase, "threads_admin", "Move a thread", read_only=False, destructive=False, idempotent=True),
     ToolDef(thread_delete, "threads_admin", "Delete a thread", read_only=False, destructive=True, idempotent=True),
+    ToolDef(thread_stats, "threads_admin", "Thread stats", read_only=True, destructive=False, idempotent=True),
     ToolDef(thread_claim, "threads_admin", "Thread claims", read_only=False, destructive=False, idempotent=True),
     ToolDef(thread_janitor, "threads_admin", "Thread hygiene", read_only=False, destructive=False, idempotent=False),
     ToolDef(

@@ -5,6 +5,7 @@ each session's position and a search index of the summaries.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
@@ -21,7 +22,7 @@ from threadloom.store.base import Store, Writer
 from threadloom.threads import git
 from threadloom.threads.files import FOLDER, ThreadFiles
 from threadloom.threads.model import STATUSES, Summary, Thread, check_thread_id, slugify
-from threadloom.threads.tree import Context, Tree, assemble
+from threadloom.threads.tree import Context, Tree, assemble, estimate_tokens
 
 ROOT_THREAD: Final = "main"
 MODES: Final = ("solo", "team")
@@ -171,6 +172,47 @@ class ThreadService:
                 )
         tree = Tree({t.id: t for t in chain})
         return assemble(tree, thread.id, project.title, project.system_context, max_tokens, tuple(warnings))
+
+    def record_context_load(self, prov: Provenance, context: Context) -> None:
+        """Journal a context load (its size feeds `stats`)."""
+        project = self.project(prov)
+        detail = {"project": project.id, "thread": context.threads[0], "tokens": context.tokens}
+        self._store.write(lambda w: record_event(w, prov, "thread.context", detail))
+
+    def stats(self, prov: Provenance) -> dict[str, Any]:
+        """Summary sizes, and the context sessions loaded (conversation sizes come with transcripts)."""
+        repo, project = repo_of(prov), self.project(prov)
+        threads, problems = ThreadFiles(repo, project.id).load()
+        sizes = sorted(estimate_tokens(t.summary.render()) for t in threads.values())
+        loads = self._store.read(
+            lambda r: r.tuples(
+                "SELECT detail FROM events WHERE kind = 'thread.context' AND project = :repo "
+                "ORDER BY id DESC LIMIT 500",
+                {"repo": str(repo)},
+            )
+        )
+        loaded = [int(json.loads(d).get("tokens", 0)) for (d,) in loads if json.loads(d).get("project") == project.id]
+        by_status: dict[str, int] = {}
+        for t in threads.values():
+            by_status[t.status] = by_status.get(t.status, 0) + 1
+        return {
+            "project": project.id,
+            "threads": len(threads),
+            "by_status": by_status,
+            "broken_files": len(problems),
+            "summary_tokens": {
+                "total": sum(sizes),
+                "mean": round(sum(sizes) / len(sizes), 1) if sizes else 0,
+                "max": sizes[-1] if sizes else 0,
+            },
+            "context_loads": {
+                "count": len(loaded),
+                "mean_tokens": round(sum(loaded) / len(loaded), 1) if loaded else None,
+                "max_tokens": max(loaded) if loaded else None,
+            },
+            "conversation_tokens": None,
+            "caveats": ["conversation sizes are not known yet: they come from transcript ingestion"],
+        }
 
     def _active_chain(self, prov: Provenance, project: Project, files: ThreadFiles) -> list[Thread]:
         chosen_project, chosen = self._cursor(prov)
