@@ -148,3 +148,17 @@ def test_init_writes_the_instruction_files_once(home: Path, tmp_path: Path) -> N
     assert first.returncode == 0 and "created  AGENTS.md" in first.stdout
     again = cli(home, "init", "--target", "agents", THREADLOOM_ROOT=str(repo))
     assert "unchanged  AGENTS.md" in again.stdout and (repo / ".cursor/rules/threadloom.mdc").is_file()
+
+
+def test_thread_commands_work_in_the_repository(home: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    env = {"THREADLOOM_ROOT": str(repo)}
+    assert cli(home, "thread", "project", "--create", "Shop", **env).returncode == 0
+    assert cli(home, "thread", "summary", "--section", "Decisions", "--", "- Postgres", **env).returncode == 0
+    assert cli(home, "thread", "create", "Search", **env).returncode == 0
+    assert cli(home, "thread", "tree", **env).stdout.strip() == "main\n└── search  <- active"
+    context = cli(home, "thread", "context", **env).stdout
+    assert "- Postgres" in context and "Search (active)" in context
+    bad = cli(home, "thread", "status", "finished", **env)
+    assert bad.returncode == 2 and "status must be one of" in bad.stderr

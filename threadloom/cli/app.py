@@ -88,10 +88,12 @@ def _register_groups() -> None:
     from threadloom.cli.doctor import doctor
     from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
+    from threadloom.cli.threads import thread_app
 
     app.add_typer(daemon_app, name="daemon")
     app.add_typer(backup_app, name="backup")
     app.add_typer(memory_app, name="memory")
+    app.add_typer(thread_app, name="thread")
     app.command()(doctor)
     app.command()(check)
     app.command()(reindex)

@@ -1,0 +1,117 @@
+"""`threadloom thread ...`: the project's threads from the terminal, in the working directory's
+repository (or THREADLOOM_ROOT). Sessions from the terminal are named `cli`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from typing import Annotated, Any
+
+import typer
+
+from threadloom.cli.app import out, settings
+from threadloom.identity import Provenance, detect_vendor, project_root
+from threadloom.runtime import Runtime, open_runtime
+
+thread_app = typer.Typer(help="Projects and threads of this repository.", no_args_is_help=True)
+
+
+def _run(fn: Callable[[Runtime, Provenance], Any], as_json: bool = True) -> None:
+    runtime = open_runtime(settings(), "cli")
+    try:
+        prov = Provenance(
+            session_id=os.environ.get("THREADLOOM_SESSION_ID") or "cli",
+            vendor=detect_vendor(None, os.environ),
+            project=str(project_root(os.environ, [], os.getcwd())),
+        )
+        result = fn(runtime, prov)
+    finally:
+        runtime.close()
+    if as_json:
+        out.print_json(json.dumps(result, default=str))
+    else:
+        out.print(result, markup=False, highlight=False)
+
+
+@thread_app.command("project")
+def project(
+    title: Annotated[str | None, typer.Option("--create", help="Create a project with this title.")] = None,
+    system_context: Annotated[str, typer.Option(help="With --create: standing instructions.")] = "",
+    team: Annotated[bool, typer.Option(help="With --create: team mode (ownership rules).")] = False,
+) -> None:
+    """List this repository's projects, or create one (with its root thread)."""
+
+    def act(rt: Runtime, prov: Provenance) -> Any:
+        if title:
+            rt.threads.create_project(prov, title, system_context, "team" if team else "solo")
+        return rt.threads.projects(prov)
+
+    _run(act)
+
+
+@thread_app.command("tree")
+def tree() -> None:
+    """The thread tree, with statuses, branches and the active thread."""
+    _run(lambda rt, prov: rt.threads.tree(prov)["tree"], as_json=False)
+
+
+@thread_app.command("context")
+def context(
+    thread_id: Annotated[str | None, typer.Argument(help="Switch to this thread first.")] = None,
+    max_tokens: Annotated[int | None, typer.Option(help="Budget; the farthest ancestors go first.")] = None,
+) -> None:
+    """Print the assembled context of the active thread (or of THREAD_ID, switching to it)."""
+
+    def act(rt: Runtime, prov: Provenance) -> str:
+        assembled = (
+            rt.threads.switch(prov, thread_id, max_tokens) if thread_id else rt.threads.context(prov, max_tokens)
+        )
+        return assembled.text
+
+    _run(act, as_json=False)
+
+
+@thread_app.command("create")
+def create(title: str, parent: Annotated[str | None, typer.Option(help="Default: the active thread.")] = None) -> None:
+    """Start a child thread and make it the active one."""
+    _run(lambda rt, prov: rt.threads.create(prov, title, parent).__dict__ | {"summary": None})
+
+
+@thread_app.command("summary")
+def summary(
+    text: str,
+    section: Annotated[str | None, typer.Option(help="One section; default: the whole summary.")] = None,
+    replace: Annotated[bool, typer.Option(help="Replace the section instead of adding to it.")] = False,
+    path: Annotated[list[str] | None, typer.Option(help="A watched path; repeatable.")] = None,
+    thread_id: Annotated[str | None, typer.Option("--thread")] = None,
+) -> None:
+    """Update the active thread's summary (or one section)."""
+    _run(lambda rt, prov: rt.threads.update_summary(prov, text, section, replace, path, thread_id).summary.sections)
+
+
+@thread_app.command("status")
+def status(
+    new_status: Annotated[str, typer.Argument(metavar="STATUS", help="active, idle, done or abandoned.")],
+    reason: Annotated[str | None, typer.Option(help="Why; joins the Decisions when finishing.")] = None,
+    thread_id: Annotated[str | None, typer.Option("--thread")] = None,
+) -> None:
+    """Finish, park or reopen a thread."""
+    _run(lambda rt, prov: {"id": rt.threads.set_status(prov, new_status, reason, thread_id).id, "status": new_status})
+
+
+@thread_app.command("note")
+def note(
+    text: str,
+    kind: Annotated[str, typer.Option(help="move, failed, insight, open_q or decision.")] = "move",
+    thread_id: Annotated[str | None, typer.Option("--thread")] = None,
+) -> None:
+    """Add a note to a thread (kept in the store, not in git)."""
+    _run(lambda rt, prov: rt.notes.add_note(prov, text, kind, thread_id))
+
+
+@thread_app.command("janitor")
+def janitor(apply: Annotated[bool, typer.Option("--apply", help="Apply (default: dry run).")] = False) -> None:
+    """Propose idling or closing neglected threads."""
+    _run(lambda rt, prov: rt.hygiene.janitor(prov, apply))
