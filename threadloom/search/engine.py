@@ -7,6 +7,7 @@ them. Blocking work (the model, the store) happens in the caller's worker thread
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from functools import partial
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from threadloom.search.embedder import Matrix
 
 EMBED_BATCH = 32
+_EMBEDDING = ThreadPoolExecutor(max_workers=2, thread_name_prefix="threadloom-embed-query")
 
 
 @dataclass(frozen=True)
@@ -87,11 +89,12 @@ class SearchEngine:
         if not query.terms:
             return self._recent(filters, limit, [*caveats, "no search terms: listing the most recent items"])
         windows = temporal.windows(query.text, now or datetime.now(UTC))
-        wants_dense = self.embedder is not None and self.tuning.weights.dense > 0
-        query_vector = vector
-        if query_vector is None and wants_dense and self.embedder is not None:
-            query_vector = self.embedder.embed_query(query.text)
+        embedder = self.embedder
         tuning = self.tuning
+        pending: Future[Matrix] | None = None
+        if vector is None and embedder is not None and tuning.weights.dense > 0:
+            # The model (it releases the GIL) embeds the question while full-text search runs.
+            pending = _EMBEDDING.submit(embedder.embed_query, query.text)
 
         def read(r: Reader) -> SearchResult:
             scored: dict[str, Sequence[tuple[int, float]]] = {}
@@ -99,8 +102,9 @@ class SearchEngine:
             if tuning.weights.lexical > 0:
                 scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates, max_terms)
                 signals.append("lexical")
-            if query_vector is not None and self.embedder is not None and tuning.weights.dense > 0:
-                scored["dense"] = self._dense(r, self.embedder.fingerprint, query_vector, filters)
+            query_vector = pending.result() if pending is not None else vector
+            if query_vector is not None and embedder is not None and tuning.weights.dense > 0:
+                scored["dense"] = self._dense(r, embedder.fingerprint, query_vector, filters)
                 signals.append("dense")
             weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}
             scores, why = fuse(scored, weights)
