@@ -11,6 +11,7 @@ from mcp import Client
 from mcp_types import ListRootsResult, Root
 
 from tests.helpers import DEFAULT_TOOLS, RawSession, count_rows, serve_params, structured
+from threadloom.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
 MODES = {"bridge": (), "in-process": ("--in-process",)}
@@ -121,3 +122,15 @@ async def test_an_unknown_tool_group_is_refused_with_a_clear_message(home: Path,
     code = raw.close()
     assert raw.proc.returncode == code
     assert code == 2
+
+
+async def test_a_child_agent_session_records_its_parent(home: Path, mode: str) -> None:
+    params = serve_params(home, *MODES[mode], THREADLOOM_SESSION_ID="kid-1", THREADLOOM_PARENT_SESSION="mom-1")
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("status", {})
+    store = SqliteStore(home / "threadloom.db")
+    try:
+        parent = store.read(lambda r: r.scalar("SELECT parent_id FROM sessions WHERE id = 'kid-1'"))
+    finally:
+        store.close()
+    assert parent == "mom-1"

@@ -248,3 +248,20 @@ def test_in_a_team_project_only_the_author_changes_a_thread(repo: Path, store: S
     assert "ben" in ben.thread(p_ben).author and ana.thread(p_ana, "auth").author.startswith("ana-")
     assert ben.delete(p_ben, "auth-tests") == ["auth-tests"]
     assert ana.delete(p_ana, "auth") == ["auth"]
+
+
+def test_a_spawned_child_may_release_its_parents_claim(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    hygiene = ThreadHygiene(store, threads)
+    open_session(store, repo, "parent")
+    child = SessionInfo(
+        id="child", vendor="codex", transport="bridge", project=str(repo), cwd=None, pid=2, parent_id="parent"
+    )
+    SessionService(store).open(child)
+    open_session(store, repo, "stranger")
+    threads.create_project(prov(repo, "parent"), "Shop")
+    threads.create(prov(repo, "parent"), "Billing")
+    hygiene.claim(prov(repo, "parent"), "billing")
+    with pytest.raises(InvalidInput, match="not this one or its parent"):
+        hygiene.release(prov(repo, "stranger"), "billing")
+    assert hygiene.release(prov(repo, "child"), "billing")["released"]

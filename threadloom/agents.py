@@ -17,6 +17,7 @@ PER_SESSION_KEYS: Final[tuple[str, ...]] = (
     "THREADLOOM_SESSION_ID",
     "THREADLOOM_VENDOR",
     "THREADLOOM_TOOLSET",
+    "THREADLOOM_PARENT_SESSION",  # set by threadloom for a spawned child agent: its parent's session id
 )
 VENDOR_ENV_MARKERS: Final[tuple[tuple[str, Vendor], ...]] = (
     ("CLAUDECODE", "claude"),

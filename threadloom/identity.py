@@ -51,6 +51,15 @@ def new_session_id() -> str:
     return uuid.uuid4().hex
 
 
+def parent_session_from(value: str | None) -> str | None:
+    """THREADLOOM_PARENT_SESSION, validated like a session id; None when unset."""
+    if not value:
+        return None
+    if not _SESSION_ID_RE.match(value):
+        raise InvalidInput("THREADLOOM_PARENT_SESSION is 1-128 characters of letters, digits and . _ : - ")
+    return value
+
+
 def session_id_from(explicit: str | None) -> str:
     """A given session id, validated, or a new one."""
     if not explicit:

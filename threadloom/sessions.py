@@ -22,6 +22,7 @@ class SessionInfo:
     client_name: str | None = None
     client_version: str | None = None
     origin: str = "foreground"
+    parent_id: str | None = None  # the session that spawned this one
 
     def provenance(self) -> Provenance:
         return Provenance(session_id=self.id, vendor=self.vendor, project=self.project, origin=self.origin)
@@ -55,15 +56,15 @@ class SessionService:
             t = now_ms()
             changed = w.execute(
                 "UPDATE sessions SET vendor = :vendor, client_name = :cname, client_version = :cver, "
-                "transport = :transport, project = :project, cwd = :cwd, pid = :pid, last_seen_at = :t, "
-                "ended_at = NULL WHERE id = :id",
+                "transport = :transport, project = :project, cwd = :cwd, pid = :pid, parent_id = :parent_id, "
+                "last_seen_at = :t, ended_at = NULL WHERE id = :id",
                 _params(info, t),
             )
             if not changed:
                 w.execute(
                     "INSERT INTO sessions (id, vendor, client_name, client_version, transport, project, cwd, "
-                    "pid, origin, started_at, last_seen_at) VALUES (:id, :vendor, :cname, :cver, :transport, "
-                    ":project, :cwd, :pid, :origin, :t, :t)",
+                    "pid, origin, parent_id, started_at, last_seen_at) VALUES (:id, :vendor, :cname, :cver, "
+                    ":transport, :project, :cwd, :pid, :origin, :parent_id, :t, :t)",
                     _params(info, t),
                 )
             record_event(
@@ -104,6 +105,7 @@ def _params(info: SessionInfo, t: int) -> dict[str, Any]:
         "project": info.project,
         "cwd": info.cwd,
         "pid": info.pid,
+        "parent_id": info.parent_id,
         "origin": info.origin,
         "t": t,
     }

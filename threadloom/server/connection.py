@@ -13,7 +13,7 @@ import anyio
 from mcp.server.context import ServerRequestContext
 
 from threadloom.agents import FORWARDED_ENV
-from threadloom.identity import detect_vendor, project_root, session_id_from
+from threadloom.identity import detect_vendor, parent_session_from, project_root, session_id_from
 from threadloom.runtime import Runtime
 from threadloom.sessions import SessionInfo
 
@@ -67,6 +67,7 @@ class ConnectionState:
                 pid=self.pid,
                 client_name=client.name if client else None,
                 client_version=client.version if client else None,
+                parent_id=parent_session_from(self.env.get("THREADLOOM_PARENT_SESSION")),
             )
             await self.runtime.call(self.runtime.sessions.open, info)
             self.session, self.roots_stale, self._last_touch = info, False, time.monotonic()
@@ -114,6 +115,7 @@ _HTTP_HEADER_ENV = {
     "x-threadloom-session-id": "THREADLOOM_SESSION_ID",
     "x-threadloom-vendor": "THREADLOOM_VENDOR",
     "x-threadloom-toolset": "THREADLOOM_TOOLSET",
+    "x-threadloom-parent-session": "THREADLOOM_PARENT_SESSION",
 }
 HTTP_STATE_TTL_S = 3600.0
 

@@ -269,6 +269,14 @@ M008_THREAD_CLAIMS = Migration(
     """,
 )
 
+M009_SESSION_PARENTS = Migration(
+    "m009_session_parents",
+    """
+    -- A spawned child agent's session records its parent's: lineage for claims and signals.
+    ALTER TABLE sessions ADD COLUMN parent_id TEXT;
+    """,
+)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -278,6 +286,7 @@ MIGRATIONS: Sequence[Migration] = (
     M006_THREAD_CURSORS,
     M007_THREAD_NOTES,
     M008_THREAD_CLAIMS,
+    M009_SESSION_PARENTS,
 )
 
 BOOTSTRAP_SQL = """

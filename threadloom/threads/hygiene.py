@@ -60,7 +60,7 @@ class ThreadHygiene:
         return self._store.write(tx)
 
     def release(self, prov: Provenance, thread_id: str | None = None) -> dict[str, Any]:
-        """Release this session's claim (only the claimant may)."""
+        """Release a claim: the claimant may, and so may a child agent it spawned."""
         thread = self._threads.thread(prov, thread_id)
         key = self._key(prov, thread.id)
 
@@ -70,8 +70,11 @@ class ThreadHygiene:
             )
             if held is None:
                 return {"thread": thread.id, "released": False}
-            if held["session_id"] != prov.session_id:
-                raise InvalidInput(f"{thread.id} is claimed by session {held['session_id']}, not this one")
+            parent = w.scalar("SELECT parent_id FROM sessions WHERE id = :s", {"s": prov.session_id or ""})
+            if held["session_id"] not in (prov.session_id, parent):
+                raise InvalidInput(
+                    f"{thread.id} is claimed by session {held['session_id']}, not this one or its parent"
+                )
             w.execute("DELETE FROM thread_claims WHERE repo = :repo AND project = :p AND thread = :t", key)
             record_event(w, prov, "thread.released", {"thread": thread.id})
             return {"thread": thread.id, "released": True}
