@@ -96,8 +96,8 @@ class Runtime:
             tg.start_soon(self.keep_memories_maintained)
 
     async def keep_memories_maintained(self) -> None:
-        """Background job: the memory maintenance pass, every `maintenance_interval` seconds (0: never).
-        Single-flight across processes: a pass another process holds is skipped."""
+        """Background job, every `maintenance_interval` seconds (0: never): the memory maintenance pass
+        (single-flight across processes) and releasing thread claims of sessions that ended."""
         interval = self.settings.maintenance_interval
         if interval <= 0:
             return
@@ -105,9 +105,12 @@ class Runtime:
             await anyio.sleep(interval)
             try:
                 report = await self.call(self.maintenance.run)
+                released = await self.call(self.hygiene.release_orphans)
             except ThreadloomError as exc:
-                log.warning("memory maintenance failed: %s", exc.message)
+                log.warning("maintenance failed: %s", exc.message)
                 continue
+            if released:
+                log.info("released %d thread claim(s) of ended sessions", released)
             if report.ran and (report.pruned or report.transitions):
                 log.info("memory maintenance: %s", report.as_dict())
 
