@@ -15,6 +15,9 @@ import anyio.to_thread
 
 from threadloom.clock import now_ms
 from threadloom.config import Settings
+from threadloom.coordination.presence import PresenceService
+from threadloom.coordination.signals import SignalService
+from threadloom.coordination.waiting import SignalWaiters
 from threadloom.errors import ThreadloomError
 from threadloom.memory.core import CoreMemory
 from threadloom.memory.maintenance import Maintenance
@@ -55,10 +58,16 @@ class Runtime:
     threads: ThreadService
     notes: NoteService
     hygiene: ThreadHygiene
+    presence: PresenceService
+    signals: SignalService
     started_at_ms: int = field(default_factory=now_ms)
     _started_monotonic: float = field(default_factory=time.monotonic)
     live: dict[str, SessionInfo] = field(default_factory=dict)
     store_lock_fd: int | None = None
+    waiters: SignalWaiters = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.waiters = SignalWaiters(lambda: self.call(self.signals.latest_id))
 
     @property
     def uptime_s(self) -> float:
@@ -94,6 +103,7 @@ class Runtime:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.keep_vectors_current)
             tg.start_soon(self.keep_memories_maintained)
+            tg.start_soon(self.waiters.poll)
 
     async def keep_memories_maintained(self) -> None:
         """Background job, every `maintenance_interval` seconds (0: never): the memory maintenance pass
@@ -178,6 +188,8 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         threads=threads,
         notes=NoteService(store, search, threads),
         hygiene=ThreadHygiene(store, threads),
+        presence=PresenceService(store),
+        signals=SignalService(store),
         store_lock_fd=lock_fd,
     )
 

@@ -23,6 +23,7 @@ from threadloom.guide import INSTRUCTIONS
 from threadloom.runtime import Runtime
 from threadloom.server import errors
 from threadloom.server.connection import ConnectionState, connection_of
+from threadloom.server.coordination_tools import COORDINATION_TOOLS
 from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.thread_views import add_thread_views
@@ -160,7 +161,7 @@ def replace_tools(result: ListToolsResult, tools: list[Any]) -> ListToolsResult:
 def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     """The MCP server over `runtime`. `lifespan` matters only to HTTP, where it yields the
     connection registry; the socket and stdio transports hand each connection its own state."""
-    tools = {t.name: t for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS)}
+    tools = {t.name: t for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS)}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)
     add_thread_views(server)

@@ -277,6 +277,34 @@ M009_SESSION_PARENTS = Migration(
     """,
 )
 
+M010_SIGNALS = Migration(
+    "m010_signals",
+    """
+    -- Messages between sessions. A signal is fanned out to its recipients when it is sent: one
+    -- delivery row each (the primary key makes a second delivery impossible), read in id order.
+    CREATE TABLE signals (
+        id INTEGER PRIMARY KEY,
+        sender TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        scope TEXT,
+        body TEXT NOT NULL,
+        reply_to INTEGER,
+        task TEXT,
+        created_at INTEGER NOT NULL
+    );
+    CREATE INDEX signals_reply ON signals (reply_to) WHERE reply_to IS NOT NULL;
+    CREATE TABLE signal_deliveries (
+        recipient TEXT NOT NULL,
+        signal_id INTEGER NOT NULL REFERENCES signals (id) ON DELETE CASCADE,
+        read_at INTEGER,
+        PRIMARY KEY (recipient, signal_id)
+    ) WITHOUT ROWID;
+    CREATE INDEX signal_deliveries_unread ON signal_deliveries (recipient, read_at, signal_id);
+    -- How far each session has caught up with what others wrote (the events journal).
+    CREATE TABLE session_cursors (session_id TEXT PRIMARY KEY, event_id INTEGER NOT NULL) WITHOUT ROWID;
+    """,
+)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -287,6 +315,7 @@ MIGRATIONS: Sequence[Migration] = (
     M007_THREAD_NOTES,
     M008_THREAD_CLAIMS,
     M009_SESSION_PARENTS,
+    M010_SIGNALS,
 )
 
 BOOTSTRAP_SQL = """

@@ -1,0 +1,1 @@
+"""Several agents at once: presence, signals between sessions, catching up."""

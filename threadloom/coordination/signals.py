@@ -1,0 +1,221 @@
+"""Signals between sessions: whisper (to one), broadcast (to a project's live sessions, or all),
+ask and respond, the inbox. Each signal is fanned out to its recipients in the transaction that
+sends it, one delivery row per recipient, so it reaches each exactly once, in the order sent, and
+survives restarts. Messages to oneself are dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+from threadloom.clock import now_ms
+from threadloom.errors import InvalidInput, NotFound
+from threadloom.identity import Provenance
+from threadloom.sessions import record_event
+from threadloom.store.base import Reader, Store, Writer
+
+MAX_BODY_CHARS: Final = 20_000
+LIVE_WINDOW_MS: Final = 15 * 60_000  # a session seen this recently, and not ended, is present
+
+
+@dataclass(frozen=True)
+class Sent:
+    id: int | None  # None: dropped (to oneself, or nobody to receive it)
+    recipients: tuple[str, ...]
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "delivered_to": list(self.recipients)}
+
+
+class SignalService:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+
+    def whisper(self, prov: Provenance, to: str, body: str, task: str | None = None) -> Sent:
+        """To one session; an unambiguous prefix of its id will do."""
+        _check_body(body)
+        me = _me(prov)
+
+        def tx(w: Writer) -> Sent:
+            target = resolve_session(w, to)
+            if target == me:
+                return Sent(None, ())
+            return _send(w, prov, "whisper", None, body, [target], None, task)
+
+        return self._store.write(tx)
+
+    def broadcast(self, prov: Provenance, body: str, everywhere: bool = False, task: str | None = None) -> Sent:
+        """To every live session of this project (or of every project), except the sender."""
+        _check_body(body)
+        me = _me(prov)
+        scope = None if everywhere else prov.project
+
+        def tx(w: Writer) -> Sent:
+            now = now_ms()
+            where = "" if everywhere else " AND project = :p"
+            live = [
+                str(sid)
+                for (sid,) in w.tuples(
+                    "SELECT id FROM sessions WHERE ended_at IS NULL AND last_seen_at >= :since AND id <> :me"
+                    + where + " ORDER BY id",
+                    {"since": now - LIVE_WINDOW_MS, "me": me, "p": prov.project},
+                )
+            ]  # fmt: skip
+            if not live:
+                return Sent(None, ())
+            return _send(w, prov, "broadcast", scope, body, live, None, task)
+
+        return self._store.write(tx)
+
+    def ask(self, prov: Provenance, to: str, question: str, task: str | None = None) -> Sent:
+        """A question to one session; `answer_for` (or waiting on the inbox) gets the reply."""
+        _check_body(question)
+        me = _me(prov)
+
+        def tx(w: Writer) -> Sent:
+            target = resolve_session(w, to)
+            if target == me:
+                raise InvalidInput("a session cannot ask itself")
+            return _send(w, prov, "ask", None, question, [target], None, task)
+
+        return self._store.write(tx)
+
+    def respond(self, prov: Provenance, ask_id: int, answer: str) -> Sent:
+        """Answer a question by its id; the answer goes to whoever asked."""
+        _check_body(answer)
+        me = _me(prov)
+
+        def tx(w: Writer) -> Sent:
+            row = w.one("SELECT sender, kind, task FROM signals WHERE id = :id", {"id": ask_id})
+            if row is None or row["kind"] != "ask":
+                raise NotFound(f"no question {ask_id}")
+            asked = w.scalar(
+                "SELECT EXISTS (SELECT 1 FROM signal_deliveries WHERE signal_id = :id AND recipient = :me)",
+                {"id": ask_id, "me": me},
+            )
+            if not asked:
+                raise InvalidInput(f"question {ask_id} was not asked of this session")
+            return _send(w, prov, "answer", None, answer, [row["sender"]], ask_id, row["task"])
+
+        return self._store.write(tx)
+
+    def answer_for(self, prov: Provenance, ask_id: int) -> dict[str, Any] | None:
+        """The answer to a question this session asked, if it has come (marking it read)."""
+        me = _me(prov)
+
+        def tx(w: Writer) -> dict[str, Any] | None:
+            row = w.one(
+                "SELECT s.id, s.sender, s.body, s.created_at FROM signals s JOIN signal_deliveries d "
+                "ON d.signal_id = s.id AND d.recipient = :me WHERE s.reply_to = :ask ORDER BY s.id LIMIT 1",
+                {"me": me, "ask": ask_id},
+            )
+            if row is None:
+                return None
+            w.execute(
+                "UPDATE signal_deliveries SET read_at = :now "
+                "WHERE recipient = :me AND signal_id = :id AND read_at IS NULL",
+                {"now": now_ms(), "me": me, "id": row["id"]},
+            )
+            return dict(row)
+
+        return self._store.write(tx)
+
+    def inbox(
+        self, prov: Provenance, mark_read: bool = True, limit: int = 50, include_read: bool = False
+    ) -> dict[str, Any]:
+        """Unread signals for this session, oldest first (then recent read ones when asked)."""
+        me = _me(prov)
+
+        def tx(w: Writer) -> dict[str, Any]:
+            unread = _list(w, me, "d.read_at IS NULL", limit)
+            if mark_read and unread:
+                w.execute(
+                    "UPDATE signal_deliveries SET read_at = :now WHERE recipient = :me AND read_at IS NULL "
+                    "AND signal_id <= :last",
+                    {"now": now_ms(), "me": me, "last": unread[-1]["id"]},
+                )
+            older = _list(w, me, "d.read_at IS NOT NULL", limit) if include_read else []
+            left = int(w.scalar("SELECT count(*) FROM signal_deliveries WHERE recipient = :me AND read_at IS NULL",
+                                {"me": me}))  # fmt: skip
+            return {"unread": unread, "read": older, "unread_left": left}
+
+        return self._store.write(tx) if mark_read else self._store.read(tx)  # type: ignore[arg-type]
+
+    def unread_count(self, prov: Provenance) -> int:
+        me = _me(prov)
+        return int(
+            self._store.read(
+                lambda r: r.scalar(
+                    "SELECT count(*) FROM signal_deliveries WHERE recipient = :me AND read_at IS NULL", {"me": me}
+                )
+            )
+        )
+
+    def latest_id(self) -> int:
+        """The newest signal's id: a cheap question a process's one poller asks to wake its waiters."""
+        return int(self._store.read(lambda r: r.scalar("SELECT COALESCE(max(id), 0) FROM signals")))
+
+
+def resolve_session(r: Reader, to: str) -> str:
+    """A session id from a full id or an unambiguous prefix of at least 4 characters."""
+    if not to or len(to) > 128:
+        raise InvalidInput("name a session by its id (or an unambiguous prefix of it)")
+    if r.scalar("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :id)", {"id": to}):
+        return to
+    if len(to) < 4:
+        raise NotFound(f"no session {to!r} (a prefix needs at least 4 characters)")
+    pattern = to.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+    found = [
+        str(sid) for (sid,) in r.tuples("SELECT id FROM sessions WHERE id LIKE :p ESCAPE '\\' LIMIT 3", {"p": pattern})
+    ]
+    if not found:
+        raise NotFound(f"no session {to!r}; `peers` lists the live ones")
+    if len(found) > 1:
+        raise InvalidInput(f"{to!r} matches several sessions ({', '.join(found)}...); give more of the id")
+    return found[0]
+
+
+def _me(prov: Provenance) -> str:
+    if not prov.session_id:
+        raise InvalidInput("signals need a session")
+    return prov.session_id
+
+
+def _check_body(body: str) -> None:
+    if not body.strip() or len(body) > MAX_BODY_CHARS:
+        raise InvalidInput(f"a signal is 1-{MAX_BODY_CHARS:,} characters")
+
+
+def _send(
+    w: Writer,
+    prov: Provenance,
+    kind: str,
+    scope: str | None,
+    body: str,
+    recipients: list[str],
+    reply_to: int | None,
+    task: str | None,
+) -> Sent:
+    signal_id = w.insert(
+        "INSERT INTO signals (sender, kind, scope, body, reply_to, task, created_at) "
+        "VALUES (:sender, :kind, :scope, :body, :reply_to, :task, :now)",
+        {"sender": _me(prov), "kind": kind, "scope": scope, "body": body, "reply_to": reply_to, "task": task,
+         "now": now_ms()},
+    )  # fmt: skip
+    for recipient in recipients:
+        w.execute(
+            "INSERT INTO signal_deliveries (recipient, signal_id) VALUES (:r, :id)", {"r": recipient, "id": signal_id}
+        )
+    record_event(w, prov, f"signal.{kind}", {"id": signal_id, "to": recipients[:20], "count": len(recipients)})
+    return Sent(signal_id, tuple(recipients))
+
+
+def _list(r: Reader, me: str, condition: str, limit: int) -> list[dict[str, Any]]:
+    rows = r.rows(
+        "SELECT s.id, s.sender, s.kind, s.scope, s.body, s.reply_to, s.task, s.created_at, d.read_at "
+        f"FROM signal_deliveries d JOIN signals s ON s.id = d.signal_id WHERE d.recipient = :me AND {condition} "
+        "ORDER BY s.id LIMIT :limit",
+        {"me": me, "limit": limit},
+    )
+    return [dict(row) for row in rows]

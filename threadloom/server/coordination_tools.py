@@ -1,0 +1,132 @@
+"""Coordination tools (group `coordination`): who is here, signals between sessions, catching up."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from threadloom.errors import InvalidInput
+from threadloom.identity import Provenance
+from threadloom.runtime import Runtime
+from threadloom.server.connection import connection_of
+from threadloom.server.toolsets import ToolDef
+
+
+async def _caller(ctx: Context) -> tuple[Runtime, Provenance]:
+    conn = connection_of(ctx.request_context)
+    info = await conn.ensure_session(ctx.request_context)
+    return conn.runtime, info.provenance()
+
+
+async def peers(
+    ctx: Context,
+    window_s: Annotated[float, Field(ge=1, le=604_800, description="Seen within this many seconds.")] = 900,
+    this_project: Annotated[bool, Field(description="Only sessions in this project.")] = False,
+) -> dict[str, Any]:
+    """Who am I, and which other agent sessions are live (yours is marked self).
+
+    Returns {me: {session: {id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at, transport},
+    unread_signals}, peers: [{id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at, self}]}.
+    """
+    runtime, prov = await _caller(ctx)
+    me = await runtime.call(runtime.presence.whoami, prov)
+    return {"me": me, "peers": await runtime.call(runtime.presence.peers, prov, window_s, this_project)}
+
+
+async def signal_send(
+    ctx: Context,
+    text: Annotated[str, Field(description="The message (up to 20,000 characters).")],
+    kind: Annotated[
+        Literal["whisper", "broadcast", "ask"],
+        Field(description="whisper: to one session; broadcast: to this project's live sessions; ask: a question"),
+    ] = "whisper",
+    to: Annotated[str | None, Field(description="whisper / ask: a session id or an unambiguous prefix.")] = None,
+    everywhere: Annotated[bool, Field(description="broadcast: to every live session, not just this project.")] = False,
+    wait_s: Annotated[float, Field(ge=0, le=600, description="ask: wait this long for the answer.")] = 0,
+    task: Annotated[str | None, Field(description="Tag the signal with a task id.")] = None,
+) -> dict[str, Any]:
+    """Send a signal to other agent sessions. Each recipient gets it exactly once, in send order;
+    a message to yourself is dropped. An ask with wait_s waits for the answer.
+
+    Returns {id, delivered_to: [...], answer?: {id, sender, body, created_at} | null, timed_out?}.
+    """
+    runtime, prov = await _caller(ctx)
+    if kind == "broadcast":
+        sent = await runtime.call(runtime.signals.broadcast, prov, text, everywhere, task)
+    elif to is None:
+        raise InvalidInput(f"{kind} needs `to`: a session id (see peers)")
+    elif kind == "ask":
+        sent = await runtime.call(runtime.signals.ask, prov, to, text, task)
+    else:
+        sent = await runtime.call(runtime.signals.whisper, prov, to, text, task)
+    runtime.waiters.notify()
+    result = sent.as_dict()
+    if kind == "ask" and wait_s > 0 and sent.id is not None:
+        ask_id = sent.id
+
+        async def answered() -> dict[str, Any] | None:
+            return await runtime.call(runtime.signals.answer_for, prov, ask_id)
+
+        answer = await runtime.waiters.until(answered, wait_s)
+        result |= {"answer": answer, "timed_out": answer is None}
+    return result
+
+
+async def signal_inbox(
+    ctx: Context,
+    wait_s: Annotated[float, Field(ge=0, le=600, description="Block until a signal arrives, up to this long.")] = 0,
+    mark_read: Annotated[bool, Field(description="Mark what is returned as read.")] = True,
+    include_read: Annotated[bool, Field(description="Also list recent signals already read.")] = False,
+    limit: Annotated[int, Field(ge=1, le=200, description="At most this many of each.")] = 50,
+) -> dict[str, Any]:
+    """Signals for this session: unread first, oldest first. With wait_s, waits (cheaply) for one.
+
+    Returns {unread: [{id, sender, kind, scope, body, reply_to, task, created_at, read_at}], read: [...],
+    unread_left, timed_out}.
+    """
+    runtime, prov = await _caller(ctx)
+
+    async def arrived() -> dict[str, Any] | None:
+        box: dict[str, Any] = await runtime.call(runtime.signals.inbox, prov, mark_read, limit, include_read)
+        return box if box["unread"] or wait_s == 0 else None
+
+    found = await runtime.waiters.until(arrived, wait_s)
+    if found is None:
+        return {"unread": [], "read": [], "unread_left": 0, "timed_out": True}
+    return found | {"timed_out": False}
+
+
+async def signal_respond(
+    ctx: Context,
+    ask_id: Annotated[int, Field(ge=1, description="The id of the question (kind ask) in your inbox.")],
+    text: Annotated[str, Field(description="The answer.")],
+) -> dict[str, Any]:
+    """Answer a question another session asked you. Returns {id, delivered_to: [asker]}."""
+    runtime, prov = await _caller(ctx)
+    sent = await runtime.call(runtime.signals.respond, prov, ask_id, text)
+    runtime.waiters.notify()
+    return sent.as_dict()
+
+
+async def catch_up(
+    ctx: Context,
+    peek: Annotated[bool, Field(description="Look without moving this session's cursor.")] = False,
+    limit: Annotated[int, Field(ge=1, le=500, description="At most this many events.")] = 100,
+) -> dict[str, Any]:
+    """What other sessions did since you last caught up: memories stored, threads written, signals.
+
+    Returns {events: [{id, at, kind, session_id, vendor, project, detail}], more, advanced}.
+    """
+    runtime, prov = await _caller(ctx)
+    return await runtime.call(runtime.presence.catch_up, prov, peek, limit)
+
+
+COORDINATION_TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(peers, "coordination", "Who is here", read_only=True, destructive=False, idempotent=True),
+    ToolDef(signal_send, "coordination", "Send a signal", read_only=False, destructive=False, idempotent=False),
+    ToolDef(signal_inbox, "coordination", "Inbox", read_only=False, destructive=False, idempotent=False),
+    ToolDef(signal_respond, "coordination", "Answer a question", read_only=False, destructive=False, idempotent=False),
+    ToolDef(catch_up, "coordination", "Catch up", read_only=False, destructive=False, idempotent=False),
+)
