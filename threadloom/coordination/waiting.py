@@ -2,8 +2,8 @@
 
 Each serving process has one `SignalWaiters`. A send from this process wakes its waiters at once;
 signals written by other processes (a CLI, another server) are noticed by one poller per process,
-which asks the store for the newest signal id every 100 ms, and only while someone is waiting. So
-ten waiting agents cost one indexed query per 100 ms, and none cost nothing.
+which asks the store for the newest signal id every 50 ms, and only while someone is waiting. So
+ten waiting agents cost one indexed query per 50 ms, and none cost nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Final, TypeVar
 
 import anyio
 
-POLL_S: Final = 0.1
+POLL_S: Final = 0.05
 T = TypeVar("T")
 
 
