@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from pathlib import Path
 
@@ -111,3 +112,22 @@ async def test_four_servers_exchange_whispers_and_broadcasts_without_loss_duplic
             expected_w = [i for i in range(whispers) if names[(names.index(sender) + 1 + i % 3) % 4] == receiver]
             assert w == expected_w, f"{receiver} from {sender}: whispers lost or out of order"
             assert b == list(range(broadcasts)), f"{receiver} from {sender}: broadcasts lost or out of order"
+
+
+async def test_a_spawned_child_signals_its_parent_who_is_waiting(home: Path) -> None:
+    fake = f"{sys.executable} {Path(__file__).parent / 'fake_agent.py'}"
+    server = serve_params(
+        home, "--in-process", THREADLOOM_SESSION_ID="boss-1", THREADLOOM_TOOLSET="full", THREADLOOM_ROOT=str(home),
+        THREADLOOM_SPAWN_COMMAND=fake,
+    )  # fmt: skip
+    async with Client(server, mode="legacy") as boss:
+        task = structured(await boss.call_tool("spawn", {"prompt": "signal tests pass", "role": "tester"}))
+        box = structured(await boss.call_tool("signal_inbox", {"wait_s": 60}))
+        assert [s["body"] for s in box["unread"]] == ["tests pass"] and box["unread"][0]["task"] == task["id"]
+        for _ in range(100):
+            shown = structured(await boss.call_tool("tasks", {"task_id": task["id"]}))
+            if shown["task"]["status"] == "done":
+                break
+            await anyio.sleep(0.2)
+        assert shown["task"]["status"] == "done" and "parent=boss-1" in shown["log_tail"]
+        assert [s["body"] for s in shown["signals"]] == ["tests pass"]

@@ -17,7 +17,7 @@ SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
 # Bytes of tools/list JSON an agent pays for in every session (about 4 bytes a token): status, four
 # memory tools and six thread tools cost ~17.2 KB, most of it the argument documentation a small model needs.
 DEFAULT_BUDGET_BYTES = 17_500
-FULL_BUDGET_BYTES = 39_000
+FULL_BUDGET_BYTES = 43_500
 
 
 async def tools_list(home: Path, toolset: str) -> list[dict[str, Any]]:

@@ -59,6 +59,12 @@ class Settings(BaseSettings):
         default_factory=_login_name, min_length=1, max_length=100, description="Who owns the memories written here."
     )
     author: str = Field("", max_length=100, description="Author id on thread files; empty: from git config.")
+    spawn_command: str = Field(
+        "", description="Command template for spawned agents (agent=custom); `{model}` is replaced, prompt on stdin."
+    )
+    spawn_max_children: int = Field(4, ge=1, le=64, description="Spawned agents that may run at once.")
+    spawn_memory_mb: int = Field(4096, ge=64, description="Resident memory the running children may hold together.")
+    spawn_grace_s: float = Field(5.0, ge=0, le=300, description="Seconds between SIGTERM and SIGKILL at a timeout.")
     maintenance_interval: float = Field(
         600.0, ge=0, description="Seconds between memory maintenance passes in the daemon; 0 turns them off."
     )

@@ -17,6 +17,7 @@ from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.coordination.presence import PresenceService
 from threadloom.coordination.signals import SignalService
+from threadloom.coordination.spawn import SpawnConfig, SpawnService
 from threadloom.coordination.waiting import SignalWaiters
 from threadloom.errors import ThreadloomError
 from threadloom.memory.core import CoreMemory
@@ -60,6 +61,7 @@ class Runtime:
     hygiene: ThreadHygiene
     presence: PresenceService
     signals: SignalService
+    spawner: SpawnService
     started_at_ms: int = field(default_factory=now_ms)
     _started_monotonic: float = field(default_factory=time.monotonic)
     live: dict[str, SessionInfo] = field(default_factory=dict)
@@ -190,6 +192,16 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         hygiene=ThreadHygiene(store, threads),
         presence=PresenceService(store),
         signals=SignalService(store),
+        spawner=SpawnService(
+            store,
+            settings.home,
+            SpawnConfig(
+                max_children=settings.spawn_max_children,
+                memory_budget_mb=settings.spawn_memory_mb,
+                grace_s=settings.spawn_grace_s,
+                command=settings.spawn_command,
+            ),
+        ),
         store_lock_fd=lock_fd,
     )
 

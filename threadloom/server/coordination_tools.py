@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
+import anyio
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
@@ -123,10 +124,80 @@ async def catch_up(
     return await runtime.call(runtime.presence.catch_up, prov, peek, limit)
 
 
+Agent = Literal["claude", "codex", "gemini", "custom"]
+
+
+async def spawn(
+    ctx: Context,
+    prompt: Annotated[str, Field(description="The task; sent on the child's stdin, any length up to 2 MB.")],
+    role: Annotated[str | None, Field(description="A name for what the child does (reviewer, tester...).")] = None,
+    cwd: Annotated[str | None, Field(description="Working folder; default: this project's root.")] = None,
+    agent: Annotated[
+        Agent, Field(description="claude -p, codex exec, gemini, or THREADLOOM_SPAWN_COMMAND.")
+    ] = "custom",
+    model: Annotated[str | None, Field(description="Model name passed to the agent CLI.")] = None,
+    timeout_s: Annotated[
+        float, Field(ge=1, le=86_400, description="Wall clock; then SIGTERM, SIGKILL, exit 124.")
+    ] = 600,
+    retries: Annotated[int, Field(ge=0, le=1, description="1: continue once after a timeout.")] = 0,
+) -> dict[str, Any]:
+    """Start a child agent on a task. It inherits this session's lineage (it shares memory and can
+    signal you); admission is refused (retryable) when too many children run or they hold too much memory.
+
+    Returns the task {id, role, agent, cwd, command, pid, status, exit_code, timeout_s, attempt, log_path, ...}.
+    """
+    runtime, prov = await _caller(ctx)
+    return await runtime.call(runtime.spawner.spawn, prov, prompt, role, cwd, agent, model, timeout_s, retries)
+
+
+async def tasks(
+    ctx: Context,
+    task_id: Annotated[str | None, Field(description="One task, with its log tail and signals.")] = None,
+    log_lines: Annotated[int, Field(ge=0, le=500, description="Lines of the log to show.")] = 40,
+    all_sessions: Annotated[bool, Field(description="List every session's tasks, not just yours.")] = False,
+) -> dict[str, Any]:
+    """Your spawned tasks, newest first; or one task with its log tail and the signals it sent.
+
+    Returns {tasks: [...]} or {task: {...}, log_tail, signals: [{id, sender, kind, body, created_at}]}.
+    """
+    runtime, prov = await _caller(ctx)
+    if task_id is None:
+        return {"tasks": await runtime.call(runtime.spawner.tasks, prov, all_sessions)}
+    task = await runtime.call(runtime.spawner.status, task_id)
+    tail = await runtime.call(runtime.spawner.log_tail, task_id, log_lines) if log_lines else ""
+    return {"task": task, "log_tail": tail, "signals": await runtime.call(runtime.spawner.task_signals, task_id)}
+
+
+async def tournament(
+    ctx: Context,
+    prompt: Annotated[str, Field(description="The question every role answers.")],
+    roles: Annotated[list[str], Field(min_length=2, max_length=8, description="2-8 distinct roles.")],
+    agent: Annotated[Agent, Field(description="Which agent CLI runs the roles.")] = "custom",
+    model: Annotated[str | None, Field(description="Model name passed to the agent CLI.")] = None,
+    timeout_s: Annotated[float, Field(ge=1, le=3600, description="Each child's wall clock.")] = 600,
+    wait_s: Annotated[float, Field(ge=0, le=3600, description="Wait this long for all to finish.")] = 600,
+) -> dict[str, Any]:
+    """The same prompt to one child per role, in parallel; each answers by signal; returns a digest.
+
+    Returns {tournament, finished, entries: [{task, role, status, exit_code, answers: [...], log_tail}]}.
+    """
+    runtime, prov = await _caller(ctx)
+    tid = await runtime.call(runtime.spawner.tournament, prov, prompt, roles, agent, model, timeout_s)
+    deadline = anyio.current_time() + wait_s
+    while True:
+        digest = await runtime.call(runtime.spawner.digest, tid)
+        if digest["finished"] or anyio.current_time() >= deadline:
+            return digest
+        await anyio.sleep(0.5)
+
+
 COORDINATION_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(peers, "coordination", "Who is here", read_only=True, destructive=False, idempotent=True),
     ToolDef(signal_send, "coordination", "Send a signal", read_only=False, destructive=False, idempotent=False),
     ToolDef(signal_inbox, "coordination", "Inbox", read_only=False, destructive=False, idempotent=False),
     ToolDef(signal_respond, "coordination", "Answer a question", read_only=False, destructive=False, idempotent=False),
     ToolDef(catch_up, "coordination", "Catch up", read_only=False, destructive=False, idempotent=False),
+    ToolDef(spawn, "agents", "Spawn an agent", read_only=False, destructive=False, idempotent=False),
+    ToolDef(tasks, "agents", "Spawned tasks", read_only=True, destructive=False, idempotent=True),
+    ToolDef(tournament, "agents", "Tournament", read_only=False, destructive=False, idempotent=False),
 )

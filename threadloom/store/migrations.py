@@ -305,6 +305,33 @@ M010_SIGNALS = Migration(
     """,
 )
 
+M011_TASKS = Migration(
+    "m011_tasks",
+    """
+    -- Child agents this machine's sessions spawned.
+    CREATE TABLE tasks (
+        id TEXT PRIMARY KEY,
+        parent_session TEXT,
+        role TEXT,
+        agent TEXT NOT NULL,
+        cwd TEXT NOT NULL,
+        command TEXT NOT NULL,
+        pid INTEGER,
+        status TEXT NOT NULL,
+        exit_code INTEGER,
+        timeout_s REAL NOT NULL,
+        attempt INTEGER NOT NULL DEFAULT 1,
+        tournament TEXT,
+        log_path TEXT NOT NULL,
+        started_at INTEGER NOT NULL,
+        finished_at INTEGER
+    );
+    CREATE INDEX tasks_status ON tasks (status);
+    CREATE INDEX tasks_parent ON tasks (parent_session, started_at);
+    CREATE INDEX tasks_tournament ON tasks (tournament) WHERE tournament IS NOT NULL;
+    """,
+)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -316,6 +343,7 @@ MIGRATIONS: Sequence[Migration] = (
     M008_THREAD_CLAIMS,
     M009_SESSION_PARENTS,
     M010_SIGNALS,
+    M011_TASKS,
 )
 
 BOOTSTRAP_SQL = """

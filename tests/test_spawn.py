@@ -1,0 +1,107 @@
+"""Spawning real child processes through a fake agent CLI (tests/fake_agent.py): no mock of the
+process layer, no paid model."""
+
+from __future__ import annotations
+
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import wait_for
+from threadloom.coordination.spawn import AdmissionRefused, SpawnConfig, SpawnService
+from threadloom.errors import InvalidInput
+from threadloom.identity import Provenance
+from threadloom.sessions import SessionInfo, SessionService
+from threadloom.store.sqlite import SqliteStore, open_store
+
+FAKE = f"{sys.executable} {Path(__file__).parent / 'fake_agent.py'}"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = open_store(tmp_path / "threadloom.db")
+    yield s
+    s.close()
+
+
+def parent(store: SqliteStore, repo: Path) -> Provenance:
+    info = SessionInfo(id="parent-1", vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1)
+    SessionService(store).open(info)
+    return info.provenance()
+
+
+def spawner(store: SqliteStore, home: Path, **kw: object) -> SpawnService:
+    return SpawnService(store, home, SpawnConfig(command=FAKE, grace_s=1.0, **kw))  # type: ignore[arg-type]
+
+
+def finished(service: SpawnService, task_id: str) -> dict[str, object] | None:
+    task = service.status(task_id)
+    return task if task["status"] not in ("starting", "running") else None
+
+
+def test_a_child_gets_its_prompt_on_stdin_and_the_parents_lineage(store: SqliteStore, tmp_path: Path) -> None:
+    service = spawner(store, tmp_path)
+    big = "x" * 300_000 + "\n"  # over the 128 KiB a single argument may be
+    task = service.spawn(parent(store, tmp_path), big + "sleep 0.1", role="tester")
+    done = wait_for(lambda: finished(service, task["id"]), what="the child to finish")
+    assert done["status"] == "done" and done["exit_code"] == 0
+    log = service.log_tail(task["id"])
+    assert f"parent=parent-1 task={task['id']} chars=300010" in log and "finished" in log
+    assert [t["id"] for t in service.tasks(parent(store, tmp_path))] == [task["id"]]
+
+
+def test_the_watchdog_terms_then_kills_and_reports_124(store: SqliteStore, tmp_path: Path) -> None:
+    service = spawner(store, tmp_path)
+    task = service.spawn(parent(store, tmp_path), "stubborn\nsleep 30", timeout_s=1)
+    done = wait_for(lambda: finished(service, task["id"]), timeout=30, what="the watchdog")
+    assert done["status"] == "timeout" and done["exit_code"] == 124
+    failed = service.spawn(parent(store, tmp_path), "fail")
+    assert wait_for(lambda: finished(service, failed["id"]))["exit_code"] == 3
+
+
+def test_a_timed_out_task_gets_one_continuation(store: SqliteStore, tmp_path: Path) -> None:
+    service = spawner(store, tmp_path)
+    task = service.spawn(parent(store, tmp_path), "sleep 30", timeout_s=1, retries=1)
+    done = wait_for(lambda: finished(service, task["id"]), timeout=40, what="both attempts")
+    assert done["status"] == "timeout" and done["attempt"] == 2
+    assert "continued=True" in service.log_tail(task["id"])
+
+
+def test_admission_is_race_free_and_frees_up_when_a_child_ends(store: SqliteStore, tmp_path: Path) -> None:
+    service = spawner(store, tmp_path, max_children=2)
+    prov = parent(store, tmp_path)
+    admitted, refused = [], []
+
+    def try_spawn() -> None:
+        try:
+            admitted.append(service.spawn(prov, "sleep 3")["id"])
+        except AdmissionRefused as exc:
+            refused.append(exc)
+
+    threads = [threading.Thread(target=try_spawn) for _ in range(5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(admitted) == 2 and len(refused) == 3 and refused[0].retryable
+    for task_id in admitted:
+        wait_for(lambda task_id=task_id: finished(service, task_id), what="the children")
+    assert service.spawn(prov, "sleep 0")["status"] == "running"
+    with pytest.raises(InvalidInput, match="agent is one of"):
+        service.spawn(prov, "x", agent="emacs")
+
+
+def test_a_tournament_asks_each_role_and_digests_their_signals(store: SqliteStore, tmp_path: Path) -> None:
+    service = SpawnService(
+        store,
+        tmp_path,
+        SpawnConfig(command=FAKE, extra_env={"THREADLOOM_HOME": str(tmp_path), "THREADLOOM_EMBEDDER": "none"}),
+    )
+    prov = parent(store, tmp_path)
+    tournament = service.tournament(prov, "signal my answer", ["skeptic", "optimist"], timeout_s=60)
+    digest = wait_for(lambda: (d := service.digest(tournament))["finished"] and d, timeout=60, what="the tournament")
+    assert sorted(e["role"] for e in digest["entries"]) == ["optimist", "skeptic"]
+    assert all(e["status"] == "done" and e["answers"] == ["my answer"] for e in digest["entries"])
