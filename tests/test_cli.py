@@ -162,3 +162,19 @@ def test_thread_commands_work_in_the_repository(home: Path, tmp_path: Path) -> N
     assert "- Postgres" in context and "Search (active)" in context
     bad = cli(home, "thread", "status", "finished", **env)
     assert bad.returncode == 2 and "status must be one of" in bad.stderr
+
+
+def test_watch_shows_who_signalled_whom(home: Path) -> None:
+    from threadloom.coordination.signals import SignalService
+    from threadloom.sessions import SessionInfo, SessionService
+
+    store = open_store(home / "threadloom.db")
+    try:
+        for sid in ("ana-1", "ben-1"):
+            SessionService(store).open(SessionInfo(sid, "claude", "stdio", "/r", "/r", 1))
+        prov = SessionInfo("ana-1", "claude", "stdio", "/r", "/r", 1).provenance()
+        SignalService(store).whisper(prov, "ben-1", "review my PR please")
+    finally:
+        store.close()
+    shown = cli(home, "watch", "--once")
+    assert shown.returncode == 0 and "ana-1 -whisper-> ben-1: review my PR please" in shown.stdout

@@ -89,6 +89,7 @@ def _register_groups() -> None:
     from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
     from threadloom.cli.threads import thread_app
+    from threadloom.cli.watch import watch
 
     app.add_typer(daemon_app, name="daemon")
     app.add_typer(backup_app, name="backup")
@@ -97,6 +98,7 @@ def _register_groups() -> None:
     app.command()(doctor)
     app.command()(check)
     app.command()(reindex)
+    app.command()(watch)
 
 
 def run() -> None:

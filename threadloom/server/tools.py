@@ -28,6 +28,7 @@ async def status(
     Returns {store: {path, schema_version, counts, open_sessions}, session: {id, vendor,
     project, transport, client}, server: {mode, pid, uptime_s, connections},
     search: {embedder: {setting, state, fingerprint}, vectors: [current, documents] or null}, versions,
+    unread_signals (for this session),
     events: [{at, kind, session_id, vendor, origin, detail}] (only when recent_events > 0)}.
     """
     conn = connection_of(ctx.request_context)
@@ -57,6 +58,7 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
         },
         "search": {"embedder": runtime.embedder_state(), "vectors": await runtime.call(runtime.search.coverage)},
         "versions": versions(runtime.store),
+        "unread_signals": await runtime.call(runtime.signals.unread_count, info.provenance()) if info else None,
     } | ({"events": await runtime.call(runtime.status.recent_events, recent_events)} if recent_events else {})
 
 

@@ -1,0 +1,55 @@
+"""`threadloom watch`: the live stream of signals between agent sessions, for a person watching
+several agents at once."""
+
+from __future__ import annotations
+
+import time
+from functools import partial
+from typing import Annotated
+
+import typer
+
+from threadloom.cli.app import out, settings
+from threadloom.store.base import Reader, Row
+from threadloom.store.sqlite import open_store
+
+POLL_S = 0.5
+
+
+def _since(r: Reader, after: int) -> list[Row]:
+    return r.rows(
+        "SELECT s.id, s.created_at, s.sender, s.kind, s.body, s.task, "
+        "(SELECT group_concat(recipient, ', ') FROM signal_deliveries d WHERE d.signal_id = s.id) AS to_ "
+        "FROM signals s WHERE s.id > :a ORDER BY s.id LIMIT 500",
+        {"a": after},
+    )
+
+
+def watch(
+    once: Annotated[bool, typer.Option("--once", help="Print what is there and exit.")] = False,
+    last: Annotated[int, typer.Option(help="Start with this many earlier signals.")] = 20,
+) -> None:
+    """Show signals as they are sent: time, sender, kind, recipients and text. Ctrl-C stops."""
+    s = settings()
+    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    try:
+        after = int(store.read(lambda r: r.scalar("SELECT COALESCE(max(id), 0) FROM signals"))) - last
+        while True:
+            rows = store.read(partial(_since, after=after))
+            for row in rows:
+                at = time.strftime("%H:%M:%S", time.localtime(row["created_at"] / 1000))
+                task = f" [{row['task']}]" if row["task"] else ""
+                out.print(
+                    f"{at} {row['sender']} -{row['kind']}-> {row['to_'] or '-'}{task}: {row['body']}",
+                    markup=False,
+                    highlight=False,
+                    soft_wrap=True,
+                )
+                after = row["id"]
+            if once:
+                return
+            time.sleep(POLL_S)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        store.close()
