@@ -4,11 +4,13 @@
     stubborn       ignore SIGTERM from now on (the watchdog must SIGKILL)
     signal TEXT    whisper TEXT to the parent session through a real threadloom server
     fail           exit 3
+    usage N USD    print a usage report as Claude Code's JSON result does
 Anything else is ignored. It prints its lineage and the prompt's size first.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import sys
@@ -43,6 +45,10 @@ def main() -> int:
             whisper(rest)
         elif word == "fail":
             return 3
+        elif word == "usage":  # usage TOKENS DOLLARS, as Claude Code's JSON result reports it
+            tokens, dollars = rest.split()
+            print(json.dumps({"type": "result", "usage": {"input_tokens": int(tokens), "output_tokens": 0},
+                              "total_cost_usd": float(dollars)}), flush=True)  # fmt: skip
     print("finished", flush=True)
     return 0
 

@@ -105,3 +105,17 @@ def test_a_tournament_asks_each_role_and_digests_their_signals(store: SqliteStor
     digest = wait_for(lambda: (d := service.digest(tournament))["finished"] and d, timeout=60, what="the tournament")
     assert sorted(e["role"] for e in digest["entries"]) == ["optimist", "skeptic"]
     assert all(e["status"] == "done" and e["answers"] == ["my answer"] for e in digest["entries"])
+
+
+def test_daily_token_and_cost_ceilings_count_what_the_children_reported(store: SqliteStore, tmp_path: Path) -> None:
+    prov = parent(store, tmp_path)
+    tokens = spawner(store, tmp_path, daily_tokens=1_000)
+    first = tokens.spawn(prov, "usage 1500 0.02")
+    done = wait_for(lambda: finished(tokens, first["id"]))
+    assert done["tokens"] == 1500 and done["cost_usd"] == 0.02
+    with pytest.raises(AdmissionRefused, match="1,500 tokens in 24 h"):
+        tokens.spawn(prov, "sleep 0")
+    dollars = spawner(store, tmp_path, daily_cost_usd=0.01)
+    with pytest.raises(AdmissionRefused, match=r"cost \$0.02"):
+        dollars.spawn(prov, "sleep 0")
+    assert spawner(store, tmp_path).spawn(prov, "sleep 0")["status"] == "running"  # no ceiling set

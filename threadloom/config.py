@@ -64,6 +64,10 @@ class Settings(BaseSettings):
     )
     spawn_max_children: int = Field(4, ge=1, le=64, description="Spawned agents that may run at once.")
     spawn_memory_mb: int = Field(4096, ge=64, description="Resident memory the running children may hold together.")
+    spawn_daily_tokens: int = Field(
+        0, ge=0, description="Tokens children may use in 24 h (as their CLIs report); 0: no ceiling."
+    )
+    spawn_daily_cost_usd: float = Field(0.0, ge=0, description="Dollars children may spend in 24 h; 0: no ceiling.")
     spawn_grace_s: float = Field(5.0, ge=0, le=300, description="Seconds between SIGTERM and SIGKILL at a timeout.")
     maintenance_interval: float = Field(
         600.0, ge=0, description="Seconds between memory maintenance passes in the daemon; 0 turns them off."

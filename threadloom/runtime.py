@@ -200,6 +200,8 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
                 memory_budget_mb=settings.spawn_memory_mb,
                 grace_s=settings.spawn_grace_s,
                 command=settings.spawn_command,
+                daily_tokens=settings.spawn_daily_tokens,
+                daily_cost_usd=settings.spawn_daily_cost_usd,
             ),
         ),
         store_lock_fd=lock_fd,

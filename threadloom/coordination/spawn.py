@@ -9,6 +9,7 @@ retried once with a continuation prompt.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import shlex
@@ -27,6 +28,7 @@ from threadloom.sessions import record_event
 from threadloom.store.base import Store, Writer
 
 TIMEOUT_EXIT: Final = 124
+DAY_MS: Final = 86_400_000
 MAX_PROMPT_CHARS: Final = 2_000_000  # on stdin, so far past the argument limit
 AGENT_COMMANDS: Final = {
     "claude": "claude -p {model_flag}",
@@ -51,6 +53,8 @@ class SpawnConfig:
     memory_budget_mb: int = 4096  # resident memory of the running children together
     grace_s: float = 5.0
     command: str = ""  # a custom template: `{model}` is replaced, the prompt goes on stdin
+    daily_tokens: int = 0  # ceiling over the last 24 hours, from what the CLIs report; 0: none
+    daily_cost_usd: float = 0.0
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
 
@@ -119,6 +123,20 @@ class SpawnService:
             if len(running) >= self.config.max_children:
                 raise AdmissionRefused(
                     f"{len(running)} children are running (THREADLOOM_SPAWN_MAX_CHILDREN={self.config.max_children})"
+                )
+            spent = w.one(
+                "SELECT COALESCE(sum(tokens), 0) AS tokens, COALESCE(sum(cost_usd), 0) AS cost FROM tasks "
+                "WHERE started_at >= :since",
+                {"since": now_ms() - DAY_MS},
+            )
+            assert spent is not None
+            if self.config.daily_tokens and spent["tokens"] >= self.config.daily_tokens:
+                raise AdmissionRefused(
+                    f"children used {spent['tokens']:,} tokens in 24 h (ceiling {self.config.daily_tokens:,})"
+                )
+            if self.config.daily_cost_usd and spent["cost"] >= self.config.daily_cost_usd:
+                raise AdmissionRefused(
+                    f"children cost ${spent['cost']:.2f} in 24 h (ceiling ${self.config.daily_cost_usd:.2f})"
                 )
             resident = sum(_rss_mb(pid) for _, pid in running if pid)
             if resident >= self.config.memory_budget_mb:
@@ -219,10 +237,12 @@ class SpawnService:
         self._finish(task_id, "timeout", TIMEOUT_EXIT)
 
     def _finish(self, task_id: str, status: str, code: int | None) -> None:
+        tokens, cost = reported_usage(Path(self.status(task_id)["log_path"]))
         self._store.write(
             lambda w: w.execute(
-                "UPDATE tasks SET status = :s, exit_code = :c, finished_at = :now WHERE id = :id",
-                {"s": status, "c": code, "now": now_ms(), "id": task_id},
+                "UPDATE tasks SET status = :s, exit_code = :c, finished_at = :now, tokens = :t, cost_usd = :usd "
+                "WHERE id = :id",
+                {"s": status, "c": code, "now": now_ms(), "id": task_id, "t": tokens, "usd": cost},
             )
         )
 
@@ -306,6 +326,33 @@ class SpawnService:
             )
         )
         return [dict(row) for row in rows]
+
+
+def reported_usage(log_path: Path) -> tuple[int | None, float | None]:
+    """Tokens and cost a child's CLI printed as JSON (Claude Code's `--output-format json` result, or
+    any line with `usage` / `total_cost_usd`); the last report wins. None when it printed none."""
+    if not log_path.exists():
+        return None, None
+    tokens: int | None = None
+    cost: float | None = None
+    with open(log_path, "rb") as f:
+        f.seek(max(0, log_path.stat().st_size - 256_000))
+        lines = f.read().decode("utf-8", errors="replace").splitlines()
+    for line in lines:
+        line = line.strip()
+        if not (line.startswith("{") and ("usage" in line or "cost" in line)):
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        usage = data.get("usage") if isinstance(data, dict) else None
+        if isinstance(usage, dict):
+            tokens = sum(int(v) for k, v in usage.items() if k.endswith("_tokens") and isinstance(v, int | float))
+        for key in ("total_cost_usd", "cost_usd"):
+            if isinstance(data, dict) and isinstance(data.get(key), int | float):
+                cost = float(data[key])
+    return tokens, cost
 
 
 def _feed(proc: subprocess.Popen[bytes], prompt: str) -> None:

@@ -332,6 +332,15 @@ M011_TASKS = Migration(
     """,
 )
 
+M012_TASK_USAGE = Migration(
+    "m012_task_usage",
+    """
+    -- What a child reported spending, when its CLI reports usage: daily ceilings count it.
+    ALTER TABLE tasks ADD COLUMN tokens INTEGER;
+    ALTER TABLE tasks ADD COLUMN cost_usd REAL;
+    """,
+)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -344,6 +353,7 @@ MIGRATIONS: Sequence[Migration] = (
     M009_SESSION_PARENTS,
     M010_SIGNALS,
     M011_TASKS,
+    M012_TASK_USAGE,
 )
 
 BOOTSTRAP_SQL = """
