@@ -3,10 +3,12 @@ process layer, no paid model."""
 
 from __future__ import annotations
 
+import multiprocessing
 import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -119,3 +121,43 @@ def test_daily_token_and_cost_ceilings_count_what_the_children_reported(store: S
     with pytest.raises(AdmissionRefused, match=r"cost \$0.02"):
         dollars.spawn(prov, "sleep 0")
     assert spawner(store, tmp_path).spawn(prov, "sleep 0")["status"] == "running"  # no ceiling set
+
+
+def _spawn_in_process(db: str, home: str, results: Any) -> None:
+    store = open_store(Path(db))
+    service = SpawnService(store, Path(home), SpawnConfig(command=FAKE, max_children=2))
+    prov = Provenance(session_id="parent-1", vendor="claude", project=home)
+    try:
+        results.put(service.spawn(prov, "sleep 3")["id"])
+    except AdmissionRefused:
+        results.put("refused")
+    finally:
+        store.close()
+
+
+def test_admission_holds_across_processes(store: SqliteStore, tmp_path: Path) -> None:
+    parent(store, tmp_path)
+    ctx = multiprocessing.get_context("spawn")
+    results = ctx.Queue()
+    procs = [
+        ctx.Process(target=_spawn_in_process, args=(str(tmp_path / "threadloom.db"), str(tmp_path), results))
+        for _ in range(4)
+    ]
+    for p in procs:
+        p.start()
+    outcomes = [results.get(timeout=60) for _ in procs]
+    for p in procs:
+        p.join(60)
+    assert sorted(o == "refused" for o in outcomes) == [False, False, True, True]
+    # the spawning processes are gone; once their children end, their slots free up (status lost)
+    service = SpawnService(store, tmp_path, SpawnConfig(command=FAKE, max_children=2))
+
+    def admitted() -> str | None:
+        try:
+            return str(service.spawn(parent(store, tmp_path), "sleep 0")["id"])
+        except AdmissionRefused:
+            return None
+
+    assert wait_for(admitted, timeout=60, what="the orphaned children to end")
+    statuses = {t["id"]: t["status"] for t in service.tasks(parent(store, tmp_path))}
+    assert "lost" in [statuses[o] for o in outcomes if o != "refused"]  # one freed the slot just taken

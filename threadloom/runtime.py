@@ -37,6 +37,7 @@ from threadloom.threads.service import ThreadService
 
 Mode = Literal["daemon", "in-process", "http", "cli"]
 EMBED_INTERVAL_S = 5.0
+HEARTBEAT_S = 60.0
 EMBED_LOOKBACK_MS = 60_000
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -106,6 +107,17 @@ class Runtime:
             tg.start_soon(self.keep_vectors_current)
             tg.start_soon(self.keep_memories_maintained)
             tg.start_soon(self.waiters.poll)
+            tg.start_soon(self.keep_sessions_present)
+
+    async def keep_sessions_present(self) -> None:
+        """Heartbeat: a connected session counts as present even while it only waits."""
+        while True:
+            await anyio.sleep(HEARTBEAT_S)
+            for session_id in list(self.live):
+                try:
+                    await self.call(self.sessions.touch, session_id)
+                except ThreadloomError as exc:
+                    log.warning("heartbeat failed: %s", exc.message)
 
     async def keep_memories_maintained(self) -> None:
         """Background job, every `maintenance_interval` seconds (0: never): the memory maintenance pass

@@ -116,10 +116,18 @@ class SpawnService:
         log_path: Path,
     ) -> None:
         def tx(w: Writer) -> None:
-            running = [
-                (str(tid), pid)
-                for tid, pid in w.tuples("SELECT id, pid FROM tasks WHERE status IN ('starting', 'running')")
-            ]
+            running = []
+            now = now_ms()
+            for tid, pid, started in w.tuples(
+                "SELECT id, pid, started_at FROM tasks WHERE status IN ('starting', 'running')"
+            ):
+                if (pid and not _alive(int(pid))) or (not pid and now - int(started) > 60_000):
+                    # its watchdog's process died with it, or never started it: not running any more
+                    w.execute(
+                        "UPDATE tasks SET status = 'lost', finished_at = :now WHERE id = :id", {"now": now, "id": tid}
+                    )
+                else:
+                    running.append((str(tid), pid))
             if len(running) >= self.config.max_children:
                 raise AdmissionRefused(
                     f"{len(running)} children are running (THREADLOOM_SPAWN_MAX_CHILDREN={self.config.max_children})"
@@ -367,6 +375,15 @@ def _feed(proc: subprocess.Popen[bytes], prompt: str) -> None:
 def _signal_group(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pid, sig)
+
+
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _rss_mb(pid: int) -> float:
