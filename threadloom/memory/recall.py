@@ -141,27 +141,17 @@ class MemoryRecall:
         return memories.get_many(w, refs)
 
     def _why_chains(self, refs: list[str]) -> dict[str, list[dict[str, Any]]]:
-        """For each memory, what it was caused by, and what that was caused by, up to WHY_DEPTH hops."""
+        """For each memory, what it was caused by, and what that was caused by, up to WHY_DEPTH hops
+        (two queries for all of them)."""
 
-        def read(r: Any) -> dict[str, list[dict[str, Any]]]:
-            chains: dict[str, list[dict[str, Any]]] = {}
-            for ref in refs:
-                chain: list[dict[str, Any]] = []
-                seen = {ref}
-                frontier = [ref]
-                for depth in range(1, WHY_DEPTH + 1):
-                    edges = [e for e in memories.edges_touching(r, frontier, ("caused_by",)) if e.source in frontier]
-                    causes = [e.target for e in edges if e.target not in seen]
-                    found = memories.get_many(r, causes)
-                    for edge in edges:
-                        cause = found.get(edge.target)
-                        if cause is not None and edge.target not in seen and self._visible(cause):
-                            seen.add(edge.target)
-                            chain.append({"depth": depth, "id": cause.id, "summary": cause.as_dict(True)["summary"]})
-                    frontier = [c for c in causes if c in found]
-                    if not frontier:
-                        break
-                chains[ref] = chain
+        def read(r: Reader) -> dict[str, list[dict[str, Any]]]:
+            links = memories.causes(r, refs, WHY_DEPTH)
+            found = memories.get_many(r, sorted({cause for _, cause, _ in links}))
+            chains: dict[str, list[dict[str, Any]]] = {ref: [] for ref in refs}
+            for root, cause, depth in links:
+                memory = found.get(cause)
+                if memory is not None and cause != root and self._visible(memory):
+                    chains[root].append({"depth": depth, "id": cause, "summary": memory.as_dict(True)["summary"]})
             return chains
 
         return self._store.read(read)

@@ -283,6 +283,23 @@ def degree(r: Reader, memory_id: str) -> int:
     )
 
 
+def causes(r: Reader, ids: Sequence[str], depth: int) -> list[tuple[str, str, int]]:
+    """(memory, cause, hops) along caused_by edges, up to `depth` hops, nearest first."""
+    if not ids:
+        return []
+    rows = r.tuples(
+        """WITH RECURSIVE chain(root, id, hops) AS (
+               SELECT e.source, e.target, 1 FROM json_each(:ids) j
+                   CROSS JOIN memory_edges e ON e.source = j.value AND e.type = 'caused_by'
+               UNION
+               SELECT c.root, e.target, c.hops + 1 FROM chain c
+                   JOIN memory_edges e ON e.source = c.id AND e.type = 'caused_by' WHERE c.hops < :depth)
+           SELECT root, id, min(hops) AS hops FROM chain GROUP BY root, id ORDER BY root, hops, id""",
+        {"ids": json.dumps(list(ids)), "depth": depth},
+    )
+    return [(str(root), str(cause), int(hops)) for root, cause, hops in rows]
+
+
 def connected(r: Reader, a: str, b: str) -> bool:
     return bool(
         r.scalar(
