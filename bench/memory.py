@@ -120,7 +120,7 @@ def bulk_insert(w: Writer, rows: list[dict[str, object]]) -> None:
         documents.upsert(w, memory_document(memory), now)
 
 
-def run_size(n: int, n_queries: int, embedder_name: str, measured: int) -> dict[str, Any]:
+def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bulk: bool = False) -> dict[str, Any]:
     rows = list(memories(n))
     asked = list(queries(n_queries))
     with tempfile.TemporaryDirectory(prefix="tlmem") as tmp:
@@ -136,11 +136,13 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int) -> dict[
         config = ScoringConfig()
         service = MemoryService(store, engine, "bench", config)
         recall = MemoryRecall(store, engine, "bench", config)
-        bulk = max(0, n - measured) if n > BULK_ABOVE else 0
+        bulk = max(0, n - measured) if n > BULK_ABOVE or force_bulk else 0
         started_bulk = time.perf_counter()
         for start in range(0, bulk, 5_000):
             part = rows[start : min(start + 5_000, bulk)]
             store.write(lambda w, part=part: bulk_insert(w, part))
+        if bulk and embedder is not None:
+            engine.embed_pending()  # the bulk rows get their vectors as the background job would give them
         bulk_s = time.perf_counter() - started_bulk
         store_times = []
         started_fill = time.perf_counter()
@@ -208,6 +210,7 @@ def main() -> None:
     parser.add_argument("--embedder", choices=["none", "local"], default="none")
     parser.add_argument("--papez-python", default=None, help="python of a venv made by bench/setup_papez.sh")
     parser.add_argument("--papez-size", type=int, default=10_000)
+    parser.add_argument("--bulk", action="store_true", help="bulk-load every size, not just the large ones")
     parser.add_argument("--measured-stores", type=int, default=2_000, help=f"service stores above {BULK_ABOVE:,}")
     args = parser.parse_args()
     print(f"threadloom memory benchmark, embedder={args.embedder}, {args.queries} questions per size")
@@ -218,7 +221,7 @@ def main() -> None:
     print(header)
     results = []
     for n in (int(s) for s in args.sizes.split(",")):
-        r = run_size(n, args.queries, args.embedder, args.measured_stores)
+        r = run_size(n, args.queries, args.embedder, args.measured_stores, args.bulk)
         results.append(r)
         print(
             f"{r['n']:>8} {r['store_ms_p50']:>10.2f} {r['store_ms_p95']:>8.2f} {r['stores_per_s']:>9.0f}"
