@@ -15,7 +15,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure import pct, peak_rss_mb, rss_mb
 from memory_data import memories, queries
 
 from threadloom.clock import now_ms
@@ -44,18 +44,6 @@ from threadloom.store.sqlite import open_store
 PROV = Provenance(session_id="bench", vendor="other", project="/bench")
 ROOT = Path(__file__).resolve().parents[1]
 BULK_ABOVE = 20_000  # larger sizes are bulk-loaded, then the last `--measured-stores` go through the service
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
 
 
 def disk_mb(db: Path) -> float:
@@ -164,7 +152,7 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
             bm25_times.append(time.perf_counter() - started)
         edges = store.read(lambda r: r.scalar("SELECT count(*) FROM memory_edges"))
         resident = rss_mb()
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        peak = peak_rss_mb()
         store.close()  # the last connection out checkpoints the WAL into the file
         size = disk_mb(db)
         cold = [cold_start(home, asked[i]) for i in range(3)]

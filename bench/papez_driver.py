@@ -18,7 +18,6 @@ import argparse
 import atexit
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -32,24 +31,11 @@ PAPEZ_MODEL_NAME = "all-MiniLM-L6-v2"  # the name LocalEmbeddingProvider asks se
 USER = "stdio_local_user"  # the user id papez.server's stdio main runs as
 
 
+from measure import pct, peak_rss_mb, rss_mb  # noqa: E402 - beside this script
+
+
 def log(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
-
-
-def rss_mb() -> float:
-    for line in Path("/proc/self/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return 0.0
-
-
-def peak_rss_mb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def offline_env(persist: str) -> None:

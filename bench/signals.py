@@ -22,6 +22,9 @@ from pathlib import Path
 import anyio
 from mcp import Client, StdioServerParameters
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure import pct
+
 from threadloom.daemon import control
 from threadloom.home import HomeLayout
 
@@ -30,11 +33,6 @@ def params(home: Path, sid: str, *extra: str) -> StdioServerParameters:
     env = os.environ | {"THREADLOOM_HOME": str(home), "THREADLOOM_EMBEDDER": "none", "THREADLOOM_SESSION_ID": sid,
                         "THREADLOOM_TOOLSET": "full", "THREADLOOM_ROOT": "/bench"}  # fmt: skip
     return StdioServerParameters(command=sys.executable, args=["-m", "threadloom", "serve", *extra], env=env)
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
 
 
 async def wakeups(home: Path, rounds: int, *extra: str) -> list[float]:

@@ -20,6 +20,9 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from measure import pct
+
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.store.sqlite import open_store
@@ -32,11 +35,6 @@ SUMMARY = (
     "## Decisions\n- {t}: chose the simple path, measured first\n- keep the API stable\n"
     "## Constraints\n- no new services\n## State\n- {t} half done\n## Next steps\n- finish {t}\n"
 )
-
-
-def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * (len(ordered) - 1) + 0.5))]
 
 
 def build(repo: Path, n: int, depth: int) -> str:

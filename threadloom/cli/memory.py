@@ -5,41 +5,19 @@ The CLI searches with full-text only (it does not load the vector model); server
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
-from threadloom.cli.app import out, settings
+from threadloom.cli.session import run_in_session
 from threadloom.errors import InvalidInput
-from threadloom.identity import Provenance, detect_vendor, project_root
+from threadloom.identity import Provenance
 from threadloom.memory.model import Link, NewMemory
 from threadloom.memory.recall import RecallFilters
-from threadloom.runtime import Runtime, open_runtime
+from threadloom.runtime import Runtime
 
 memory_app = typer.Typer(help="Store, recall and maintain the memory graph.", no_args_is_help=True)
-
-
-@contextmanager
-def _runtime() -> Iterator[tuple[Runtime, Provenance]]:
-    runtime = open_runtime(settings(), "cli")
-    try:
-        prov = Provenance(
-            session_id=None,
-            vendor=detect_vendor(None, os.environ),
-            project=str(project_root(os.environ, [], os.getcwd())),
-        )
-        yield runtime, prov
-    finally:
-        runtime.close()
-
-
-def _print(value: Any) -> None:
-    out.print_json(json.dumps(value, default=str))
 
 
 def _epoch_ms(text: str | None) -> int | None:
@@ -55,11 +33,6 @@ def _epoch_ms(text: str | None) -> int | None:
     if parsed.tzinfo is None:
         parsed = parsed.astimezone()  # a naive time is local time
     return int(parsed.timestamp() * 1000)
-
-
-def _run(fn: Callable[[Runtime, Provenance], Any]) -> None:
-    with _runtime() as (runtime, prov):
-        _print(fn(runtime, prov))
 
 
 @memory_app.command("store")
@@ -88,7 +61,7 @@ def store(
         visibility=visibility,  # type: ignore[arg-type]
         pinned=pinned,
     )
-    _run(lambda rt, prov: rt.memory.store(new, prov).as_dict())
+    run_in_session(lambda rt, prov: rt.memory.store(new, prov).as_dict())
 
 
 @memory_app.command("recall")
@@ -101,7 +74,7 @@ def recall(
 ) -> None:
     """Recall memories for a question (hybrid search plus graph activation)."""
     verbosity = "concise" if concise else "full"
-    _run(lambda rt, prov: rt.recall.recall(query, prov, k, verbosity, read_only, _epoch_ms(as_of)))
+    run_in_session(lambda rt, prov: rt.recall.recall(query, prov, k, verbosity, read_only, _epoch_ms(as_of)))
 
 
 @memory_app.command("search")
@@ -124,13 +97,13 @@ def search(
         active_since=_epoch_ms(active_since),
         all_projects=all_projects,
     )
-    _run(lambda rt, prov: rt.recall.search(query, prov, filters, k))
+    run_in_session(lambda rt, prov: rt.recall.search(query, prov, filters, k))
 
 
 @memory_app.command("explain")
 def explain(memory_id: str) -> None:
     """A memory's score breakdown and whether it would be forgotten now."""
-    _run(lambda rt, _: rt.recall.explain(memory_id))
+    run_in_session(lambda rt, _: rt.recall.explain(memory_id))
 
 
 @memory_app.command("traverse")
@@ -142,19 +115,19 @@ def traverse(
     ] = None,
 ) -> None:
     """The memories reachable from one, and every edge among them."""
-    _run(lambda rt, _: rt.recall.traverse(memory_id, depth, tuple(edge_type or ())))
+    run_in_session(lambda rt, _: rt.recall.traverse(memory_id, depth, tuple(edge_type or ())))
 
 
 @memory_app.command("stats")
 def stats() -> None:
     """Counts of memories and edges, and the last maintenance pass."""
-    _run(lambda rt, _: rt.recall.stats())
+    run_in_session(lambda rt, _: rt.recall.stats())
 
 
 @memory_app.command("pin")
 def pin(memory_id: str, off: Annotated[bool, typer.Option("--off", help="Unpin instead.")] = False) -> None:
     """Pin a memory so it is never forgotten (--off unpins)."""
-    _run(lambda rt, prov: rt.memory.pin(memory_id, not off, prov).as_dict())
+    run_in_session(lambda rt, prov: rt.memory.pin(memory_id, not off, prov).as_dict())
 
 
 @memory_app.command("delete")
@@ -162,7 +135,7 @@ def delete(memory_id: str, yes: Annotated[bool, typer.Option("--yes", help="Do n
     """Delete a memory and its edges for good."""
     if not yes and not typer.confirm(f"delete {memory_id} and all its edges?"):
         raise typer.Exit(1)
-    _run(lambda rt, prov: rt.memory.delete(memory_id, prov))
+    run_in_session(lambda rt, prov: rt.memory.delete(memory_id, prov))
 
 
 @memory_app.command("core")
@@ -183,7 +156,7 @@ def core(
             raise InvalidInput("with a key, give --set TEXT or --remove")
         return rt.recall.core_list(prov)
 
-    _run(act)
+    run_in_session(act)
 
 
 @memory_app.command("maintain")
@@ -194,10 +167,10 @@ def maintain(
 
     A dry run by default: it reports what would change. Pruned memories stay restorable for 30 days.
     """
-    _run(lambda rt, _: rt.maintenance.run(dry_run=not apply).as_dict())
+    run_in_session(lambda rt, _: rt.maintenance.run(dry_run=not apply).as_dict())
 
 
 @memory_app.command("restore")
 def restore(memory_id: str) -> None:
     """Bring back a memory the maintenance pass pruned (within 30 days)."""
-    _run(lambda rt, prov: rt.maintenance.restore(memory_id, prov).as_dict())
+    run_in_session(lambda rt, prov: rt.maintenance.restore(memory_id, prov).as_dict())

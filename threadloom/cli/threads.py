@@ -4,35 +4,15 @@ repository (or THREADLOOM_ROOT). Sessions from the terminal are named `cli`.
 
 from __future__ import annotations
 
-import json
-import os
-from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
 
-from threadloom.cli.app import out, settings
-from threadloom.identity import Provenance, detect_vendor, project_root
-from threadloom.runtime import Runtime, open_runtime
+from threadloom.cli.session import run_in_session
+from threadloom.identity import Provenance
+from threadloom.runtime import Runtime
 
 thread_app = typer.Typer(help="Projects and threads of this repository.", no_args_is_help=True)
-
-
-def _run(fn: Callable[[Runtime, Provenance], Any], as_json: bool = True) -> None:
-    runtime = open_runtime(settings(), "cli")
-    try:
-        prov = Provenance(
-            session_id=os.environ.get("THREADLOOM_SESSION_ID") or "cli",
-            vendor=detect_vendor(None, os.environ),
-            project=str(project_root(os.environ, [], os.getcwd())),
-        )
-        result = fn(runtime, prov)
-    finally:
-        runtime.close()
-    if as_json:
-        out.print_json(json.dumps(result, default=str))
-    else:
-        out.print(result, markup=False, highlight=False)
 
 
 @thread_app.command("project")
@@ -48,13 +28,13 @@ def project(
             rt.threads.create_project(prov, title, system_context, "team" if team else "solo")
         return rt.threads.projects(prov)
 
-    _run(act)
+    run_in_session(act)
 
 
 @thread_app.command("tree")
 def tree() -> None:
     """The thread tree, with statuses, branches and the active thread."""
-    _run(lambda rt, prov: rt.threads.tree(prov)["tree"], as_json=False)
+    run_in_session(lambda rt, prov: rt.threads.tree(prov)["tree"], as_json=False)
 
 
 @thread_app.command("context")
@@ -70,13 +50,13 @@ def context(
         )
         return assembled.text
 
-    _run(act, as_json=False)
+    run_in_session(act, as_json=False)
 
 
 @thread_app.command("create")
 def create(title: str, parent: Annotated[str | None, typer.Option(help="Default: the active thread.")] = None) -> None:
     """Start a child thread and make it the active one."""
-    _run(lambda rt, prov: rt.threads.create(prov, title, parent).__dict__ | {"summary": None})
+    run_in_session(lambda rt, prov: rt.threads.create(prov, title, parent).__dict__ | {"summary": None})
 
 
 @thread_app.command("summary")
@@ -88,7 +68,9 @@ def summary(
     thread_id: Annotated[str | None, typer.Option("--thread")] = None,
 ) -> None:
     """Update the active thread's summary (or one section)."""
-    _run(lambda rt, prov: rt.threads.update_summary(prov, text, section, replace, path, thread_id).summary.sections)
+    run_in_session(
+        lambda rt, prov: rt.threads.update_summary(prov, text, section, replace, path, thread_id).summary.sections
+    )
 
 
 @thread_app.command("status")
@@ -98,7 +80,9 @@ def status(
     thread_id: Annotated[str | None, typer.Option("--thread")] = None,
 ) -> None:
     """Finish, park or reopen a thread."""
-    _run(lambda rt, prov: {"id": rt.threads.set_status(prov, new_status, reason, thread_id).id, "status": new_status})
+    run_in_session(
+        lambda rt, prov: {"id": rt.threads.set_status(prov, new_status, reason, thread_id).id, "status": new_status}
+    )
 
 
 @thread_app.command("note")
@@ -108,10 +92,10 @@ def note(
     thread_id: Annotated[str | None, typer.Option("--thread")] = None,
 ) -> None:
     """Add a note to a thread (kept in the store, not in git)."""
-    _run(lambda rt, prov: rt.notes.add_note(prov, text, kind, thread_id))
+    run_in_session(lambda rt, prov: rt.notes.add_note(prov, text, kind, thread_id))
 
 
 @thread_app.command("janitor")
 def janitor(apply: Annotated[bool, typer.Option("--apply", help="Apply (default: dry run).")] = False) -> None:
     """Propose idling or closing neglected threads."""
-    _run(lambda rt, prov: rt.hygiene.janitor(prov, apply))
+    run_in_session(lambda rt, prov: rt.hygiene.janitor(prov, apply))

@@ -17,7 +17,7 @@ import signal
 import subprocess
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
 
@@ -58,6 +58,21 @@ class SpawnConfig:
     extra_env: Mapping[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class _Launch:
+    """One attempt at running a task's child."""
+
+    prov: Provenance
+    task_id: str
+    argv: list[str]
+    prompt: str
+    cwd: Path
+    timeout_s: float
+    retries: int
+    log_path: Path
+    attempt: int = 1
+
+
 class SpawnService:
     def __init__(self, store: Store, home: Path, config: SpawnConfig | None = None) -> None:
         self._store = store
@@ -90,7 +105,7 @@ class SpawnService:
         self._logs.mkdir(parents=True, exist_ok=True, mode=0o700)
         log_path = self._logs / f"{task_id}.log"
         self._admit(prov, task_id, role, agent, workdir, argv, timeout_s, tournament, log_path)
-        self._start(prov, task_id, argv, prompt, workdir, timeout_s, retries, log_path, attempt=1)
+        self._start(_Launch(prov, task_id, argv, prompt, workdir, timeout_s, retries, log_path))
         return self.status(task_id)
 
     def _command(self, agent: str, model: str | None) -> list[str]:
@@ -163,69 +178,37 @@ class SpawnService:
 
         self._store.write(tx)
 
-    def _start(
-        self,
-        prov: Provenance,
-        task_id: str,
-        argv: list[str],
-        prompt: str,
-        cwd: Path,
-        timeout_s: float,
-        retries: int,
-        log_path: Path,
-        attempt: int,
-    ) -> None:
-        env = (
-            dict(os.environ)
-            | dict(self.config.extra_env)
-            | {
-                "THREADLOOM_PARENT_SESSION": prov.session_id or "",
-                "THREADLOOM_TASK": task_id,
-                "THREADLOOM_ROOT": str(cwd),
-                "THREADLOOM_SESSION_ID": f"{task_id}-{attempt}",
-            }
-        )
+    def _start(self, run: _Launch) -> None:
+        env = dict(os.environ) | dict(self.config.extra_env) | {
+            "THREADLOOM_PARENT_SESSION": run.prov.session_id or "",
+            "THREADLOOM_TASK": run.task_id,
+            "THREADLOOM_ROOT": str(run.cwd),
+            "THREADLOOM_SESSION_ID": f"{run.task_id}-{run.attempt}",
+        }  # fmt: skip
         try:
-            log = open(log_path, "ab")  # noqa: SIM115 - handed to the child, closed by the watchdog
+            log = open(run.log_path, "ab")  # noqa: SIM115 - handed to the child, closed by the watchdog
             proc = subprocess.Popen(
-                argv, cwd=cwd, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
+                run.argv, cwd=run.cwd, env=env, stdin=subprocess.PIPE, stdout=log, stderr=subprocess.STDOUT,
                 start_new_session=True,
             )  # fmt: skip
         except OSError as exc:
-            self._finish(task_id, "failed", None)
-            raise InvalidInput(f"could not start {argv[0]}: {exc.strerror}") from None
+            self._finish(run.task_id, "failed", None)
+            raise InvalidInput(f"could not start {run.argv[0]}: {exc.strerror}") from None
         self._store.write(
             lambda w: w.execute(
-                "UPDATE tasks SET pid = :pid, status = 'running' WHERE id = :id", {"pid": proc.pid, "id": task_id}
+                "UPDATE tasks SET pid = :pid, status = 'running', attempt = :a WHERE id = :id",
+                {"pid": proc.pid, "a": run.attempt, "id": run.task_id},
             )
         )
-        feeder = threading.Thread(target=_feed, args=(proc, prompt), daemon=True)
-        feeder.start()
-        watchdog = threading.Thread(
-            target=self._watch,
-            args=(prov, task_id, proc, log, prompt, argv, cwd, timeout_s, retries, log_path, attempt),
-            daemon=True,
-            name=f"threadloom-watchdog-{task_id}",
-        )
-        watchdog.start()
+        threading.Thread(target=_feed, args=(proc, run.prompt), daemon=True).start()
+        threading.Thread(
+            target=self._watch, args=(run, proc, log), daemon=True, name=f"threadloom-watchdog-{run.task_id}"
+        ).start()
 
-    def _watch(
-        self,
-        prov: Provenance,
-        task_id: str,
-        proc: subprocess.Popen[bytes],
-        log: Any,
-        prompt: str,
-        argv: list[str],
-        cwd: Path,
-        timeout_s: float,
-        retries: int,
-        log_path: Path,
-        attempt: int,
-    ) -> None:
+    def _watch(self, run: _Launch, proc: subprocess.Popen[bytes], log: Any) -> None:
         try:
-            code = proc.wait(timeout=timeout_s)
-            self._finish(task_id, "done" if code == 0 else "failed", code)
+            code = proc.wait(timeout=run.timeout_s)
+            self._finish(run.task_id, "done" if code == 0 else "failed", code)
             return
         except subprocess.TimeoutExpired:
             _signal_group(proc.pid, signal.SIGTERM)
@@ -236,13 +219,10 @@ class SpawnService:
                 proc.wait()
         finally:
             log.close()
-        if retries > 0:
-            self._store.write(
-                lambda w: w.execute("UPDATE tasks SET attempt = :a WHERE id = :id", {"a": attempt + 1, "id": task_id})
-            )
-            self._start(prov, task_id, argv, CONTINUE + prompt, cwd, timeout_s, retries - 1, log_path, attempt + 1)
+        if run.retries > 0:
+            self._start(replace(run, prompt=CONTINUE + run.prompt, retries=run.retries - 1, attempt=run.attempt + 1))
             return
-        self._finish(task_id, "timeout", TIMEOUT_EXIT)
+        self._finish(run.task_id, "timeout", TIMEOUT_EXIT)
 
     def _finish(self, task_id: str, status: str, code: int | None) -> None:
         tokens, cost = reported_usage(Path(self.status(task_id)["log_path"]))

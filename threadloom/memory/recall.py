@@ -283,4 +283,4 @@ class MemoryRecall:
         }
 
     def _visible(self, memory: Memory) -> bool:
-        return memory.owner == self.user or memory.visibility != "private"
+        return memory.visible_to(self.user)

@@ -369,7 +369,7 @@ class MemoryService:
         return memory
 
     def _visible(self, memory: Memory) -> bool:
-        return memory.owner == self.user or memory.visibility != "private"
+        return memory.visible_to(self.user)
 
 
 def rescore(w: Writer, config: scoring.ScoringConfig, memory_id: str, now: int) -> Memory:

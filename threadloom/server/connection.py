@@ -11,9 +11,10 @@ from typing import Any
 
 import anyio
 from mcp.server.context import ServerRequestContext
+from mcp.server.mcpserver import Context
 
 from threadloom.agents import FORWARDED_ENV
-from threadloom.identity import detect_vendor, parent_session_from, project_root, session_id_from
+from threadloom.identity import Provenance, detect_vendor, parent_session_from, project_root, session_id_from
 from threadloom.runtime import Runtime
 from threadloom.sessions import SessionInfo
 
@@ -166,3 +167,10 @@ def connection_of(ctx: ServerRequestContext[Any, Any]) -> ConnectionState:
     if isinstance(holder, HttpConnections):
         return holder.get(ctx)
     raise TypeError(f"no threadloom connection state on this request ({type(holder).__name__})")
+
+
+async def caller(ctx: Context[Any, Any]) -> tuple[Runtime, Provenance]:
+    """What a tool needs to call a service: the runtime and the calling session's provenance."""
+    conn = connection_of(ctx.request_context)
+    info = await conn.ensure_session(ctx.request_context)
+    return conn.runtime, info.provenance()

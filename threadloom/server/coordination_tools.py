@@ -9,16 +9,8 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from threadloom.errors import InvalidInput
-from threadloom.identity import Provenance
-from threadloom.runtime import Runtime
-from threadloom.server.connection import connection_of
+from threadloom.server.connection import caller
 from threadloom.server.toolsets import ToolDef
-
-
-async def _caller(ctx: Context) -> tuple[Runtime, Provenance]:
-    conn = connection_of(ctx.request_context)
-    info = await conn.ensure_session(ctx.request_context)
-    return conn.runtime, info.provenance()
 
 
 async def peers(
@@ -31,7 +23,7 @@ async def peers(
     Returns {me: {session: {id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at, transport},
     unread_signals}, peers: [{id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at, self}]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     me = await runtime.call(runtime.presence.whoami, prov)
     return {"me": me, "peers": await runtime.call(runtime.presence.peers, prov, window_s, this_project)}
 
@@ -53,7 +45,7 @@ async def signal_send(
 
     Returns {id, delivered_to: [...], answer?: {id, sender, body, created_at} | null, timed_out?}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     if kind == "broadcast":
         sent = await runtime.call(runtime.signals.broadcast, prov, text, everywhere, task)
     elif to is None:
@@ -87,7 +79,7 @@ async def signal_inbox(
     Returns {unread: [{id, sender, kind, scope, body, reply_to, task, created_at, read_at}], read: [...],
     unread_left, timed_out}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
 
     async def arrived() -> dict[str, Any] | None:
         box: dict[str, Any] = await runtime.call(runtime.signals.inbox, prov, mark_read, limit, include_read)
@@ -105,7 +97,7 @@ async def signal_respond(
     text: Annotated[str, Field(description="The answer.")],
 ) -> dict[str, Any]:
     """Answer a question another session asked you. Returns {id, delivered_to: [asker]}."""
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     sent = await runtime.call(runtime.signals.respond, prov, ask_id, text)
     runtime.waiters.notify()
     return sent.as_dict()
@@ -120,7 +112,7 @@ async def catch_up(
 
     Returns {events: [{id, at, kind, session_id, vendor, project, detail}], more, advanced}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return await runtime.call(runtime.presence.catch_up, prov, peek, limit)
 
 
@@ -146,7 +138,7 @@ async def spawn(
 
     Returns the task {id, role, agent, cwd, command, pid, status, exit_code, timeout_s, attempt, log_path, ...}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return await runtime.call(runtime.spawner.spawn, prov, prompt, role, cwd, agent, model, timeout_s, retries)
 
 
@@ -160,7 +152,7 @@ async def tasks(
 
     Returns {tasks: [...]} or {task: {...}, log_tail, signals: [{id, sender, kind, body, created_at}]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     if task_id is None:
         return {"tasks": await runtime.call(runtime.spawner.tasks, prov, all_sessions)}
     task = await runtime.call(runtime.spawner.status, task_id)
@@ -181,7 +173,7 @@ async def tournament(
 
     Returns {tournament, finished, entries: [{task, role, status, exit_code, answers: [...], log_tail}]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     tid = await runtime.call(runtime.spawner.tournament, prov, prompt, roles, agent, model, timeout_s)
     deadline = anyio.current_time() + wait_s
     while True:

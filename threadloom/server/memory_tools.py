@@ -11,11 +11,9 @@ from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
 from threadloom.errors import InvalidInput
-from threadloom.identity import Provenance
 from threadloom.memory.model import EDGE_TYPES, Link, NewMemory
 from threadloom.memory.recall import RecallFilters
-from threadloom.runtime import Runtime
-from threadloom.server.connection import connection_of
+from threadloom.server.connection import caller
 from threadloom.server.toolsets import ToolDef
 
 MemoryId = Annotated[str, Field(description="A memory id, e.g. m_0123456789abcdef.")]
@@ -37,12 +35,6 @@ Status = Literal["active", "dormant", "fading"]
 class Related(BaseModel):
     id: str = Field(description="The memory the new one points at.")
     type: EdgeType = Field(description="new memory --type--> id, e.g. caused_by: the new one happened because of id.")
-
-
-async def _caller(ctx: Context) -> tuple[Runtime, Provenance]:
-    conn = connection_of(ctx.request_context)
-    info = await conn.ensure_session(ctx.request_context)
-    return conn.runtime, info.provenance()
 
 
 def _filters(
@@ -96,7 +88,7 @@ async def memory_store(
     Returns {id, created, status, duplicate_of?, replayed?, edges: [{source, target, type, weight,
     made_by, created_at}], auto_links: [...same], possible_conflicts: [{id, content, reason, similarity}]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     new = NewMemory(
         content=content,
         summary=summary,
@@ -139,7 +131,7 @@ async def memory_recall(
     summary}] (what it was caused by)} ...], caveats: [...], signals: [...]}; concise items carry
     only {id, summary, status, activation, is_core, score}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return await runtime.call(
         runtime.recall.recall,
         query,
@@ -164,7 +156,7 @@ async def memory_amend(
 
     Returns {old: {...memory, superseded_by}, new: {...memory}, edge: {source, target, type: "supersedes", reason}}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return await runtime.call(runtime.memory.amend, memory_id, prov, content, by, reason)
 
 
@@ -185,7 +177,7 @@ async def memory_core(
     Returns {core: [{key, priority, id, content, category}], preferences: {auto, approval, excluded},
     awaiting_approval: [...]} (listing), else {changed: {...memory}, core: [...]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     changed = None
     if key is not None:
         if remove:
@@ -219,7 +211,7 @@ async def memory_search(
 
     Returns {memories: [{...memory, score?}], mode: "search"|"enumerate", caveats: [...]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     filters = _filters(categories, entity, statuses, created_since, active_since, all_projects)
     return await runtime.call(runtime.recall.search, query, prov, filters, k)
 
@@ -236,7 +228,7 @@ async def memory_link(
 
     Returns {edge: {source, target, type, weight, made_by, created_at, reason?}}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     edge = await runtime.call(runtime.memory.link, source, target, type, prov, reason)
     return {"edge": edge.as_dict()}
 
@@ -253,7 +245,7 @@ async def memory_traverse(
     Returns {nodes: [{id, summary, status, activation, is_core, depth}], edges: [{source, target, type,
     weight, made_by, created_at}], caveats: [...]}.
     """
-    runtime, _ = await _caller(ctx)
+    runtime, _ = await caller(ctx)
     return await runtime.call(runtime.recall.traverse, memory_id, depth, tuple(edge_types or ()), direction)
 
 
@@ -264,7 +256,7 @@ async def memory_explain(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
     edges, recalls}}, status: {stored, by_score_now}, edges_by_type, superseded_by,
     would_be_forgotten_now, kept_because: [...], config}.
     """
-    runtime, _ = await _caller(ctx)
+    runtime, _ = await caller(ctx)
     return await runtime.call(runtime.recall.explain, memory_id)
 
 
@@ -274,7 +266,7 @@ async def memory_stats(ctx: Context) -> dict[str, Any]:
     Returns {memories, by_status, by_category, pinned, core, superseded, mean_decay_score, edges,
     edges_by_type, edges_by_maker, archived, last_maintenance}.
     """
-    runtime, _ = await _caller(ctx)
+    runtime, _ = await caller(ctx)
     return await runtime.call(runtime.recall.stats)
 
 
@@ -282,7 +274,7 @@ async def memory_pin(
     ctx: Context, memory_id: MemoryId, pinned: Annotated[bool, Field(description="false unpins.")] = True
 ) -> dict[str, Any]:
     """Pin a memory so it is never forgotten (or unpin it). Returns the memory."""
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return (await runtime.call(runtime.memory.pin, memory_id, pinned, prov)).as_dict()
 
 
@@ -292,7 +284,7 @@ async def memory_promote(
     visibility: Annotated[Literal["project", "org"], Field(description="The wider visibility.")],
 ) -> dict[str, Any]:
     """Widen who sees a memory (private -> project -> org); only its owner may. Returns the memory."""
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return (await runtime.call(runtime.memory.promote, memory_id, visibility, prov)).as_dict()
 
 
@@ -301,7 +293,7 @@ async def memory_delete(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
 
     Returns {deleted, edges_deleted}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return await runtime.call(runtime.memory.delete, memory_id, prov)
 
 
@@ -312,7 +304,7 @@ async def memory_preferences(
     excluded: Annotated[list[str], Field(description="Categories never made core automatically.")],
 ) -> dict[str, Any]:
     """Set which memory categories become core memory. Returns {auto, approval, excluded}."""
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return await runtime.call(runtime.core.set_preferences, prov, auto, approval, excluded)
 
 
@@ -327,7 +319,7 @@ async def memory_maintain(
     Returns {dry_run, ran, scored, transitions, pruned, pruned_ids, promoted_to_core, archive_purged,
     skipped_reason} or, with restore, the restored memory.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     if restore is not None:
         return (await runtime.call(runtime.maintenance.restore, restore, prov)).as_dict()
     return (await runtime.call(runtime.maintenance.run, dry_run)).as_dict()

@@ -10,21 +10,13 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from threadloom.errors import InvalidInput
-from threadloom.identity import Provenance
-from threadloom.runtime import Runtime
-from threadloom.server.connection import connection_of
+from threadloom.server.connection import caller
 from threadloom.server.toolsets import ToolDef
 from threadloom.threads.agent_files import write_instruction_files
 from threadloom.threads.model import Thread
 from threadloom.threads.service import repo_of
 
 ThreadId = Annotated[str | None, Field(description="Thread id (a-z, 0-9, -); default: this session's active thread.")]
-
-
-async def _caller(ctx: Context) -> tuple[Runtime, Provenance]:
-    conn = connection_of(ctx.request_context)
-    info = await conn.ensure_session(ctx.request_context)
-    return conn.runtime, info.provenance()
 
 
 def _brief(t: Thread) -> dict[str, Any]:
@@ -44,7 +36,7 @@ async def thread_context(
 
     Returns {context (Markdown), tokens, threads: [active, ancestors...], left_out: [...], tree, problems}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     if thread_id is not None:
         assembled = await runtime.call(runtime.threads.switch, prov, thread_id, max_tokens)
     else:
@@ -71,7 +63,7 @@ async def thread_create(
 
     Returns {id, title, parent, status, branch}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return _brief(await runtime.call(runtime.threads.create, prov, title, parent))
 
 
@@ -92,7 +84,7 @@ async def thread_summary(
 
     Returns {id, title, parent, status, branch, sections: [...]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     thread = await runtime.call(runtime.threads.update_summary, prov, text, section, replace, paths, thread_id)
     return _brief(thread) | {"sections": list(thread.summary.sections)}
 
@@ -112,7 +104,7 @@ async def thread_note(
 
     Returns {note: {id, thread, kind, text, created_at}, reopened}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     if quote:
         note = await runtime.call(runtime.notes.add_quote, prov, text, thread_id, project_wide)
         return {"note": note.as_dict(), "reopened": False}
@@ -129,7 +121,7 @@ async def thread_status(
 
     Returns {id, title, parent, status, branch}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return _brief(await runtime.call(runtime.threads.set_status, prov, status, reason, thread_id))
 
 
@@ -146,7 +138,7 @@ async def thread_project(
 
     Returns {projects: [{id, title, system_context, mode, selected}], caveats: [...]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     if action == "create":
         if not title:
             raise InvalidInput("create needs a title")
@@ -165,7 +157,7 @@ async def thread_merge(
 ) -> dict[str, Any]:
     """Fold a finished thread into its parent: the parent's summary is replaced, the thread is done and
     the parent becomes this session's active thread. Returns the parent {id, title, parent, status, branch}."""
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return _brief(await runtime.call(runtime.threads.merge, prov, parent_summary, thread_id))
 
 
@@ -175,7 +167,7 @@ async def thread_rebase(
     new_parent: Annotated[str, Field(description="Its new parent (not itself or below it).")],
 ) -> dict[str, Any]:
     """Move a thread and its descendants under another parent. Returns {id, title, parent, status, branch}."""
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return _brief(await runtime.call(runtime.threads.rebase, prov, thread_id, new_parent))
 
 
@@ -183,7 +175,7 @@ async def thread_delete(
     ctx: Context, thread_id: Annotated[str, Field(description="The thread to delete, with all its descendants.")]
 ) -> dict[str, Any]:
     """Delete a thread's file and its descendants' (git keeps the history). Returns {deleted: [ids]}."""
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return {"deleted": await runtime.call(runtime.threads.delete, prov, thread_id)}
 
 
@@ -201,7 +193,7 @@ async def thread_init_files(
 
     Returns {files: [{path, action: created|updated|unchanged}]}.
     """
-    _, prov = await _caller(ctx)
+    _, prov = await caller(ctx)
     return {"files": write_instruction_files(repo_of(prov), list(targets or []))}
 
 
@@ -215,7 +207,7 @@ async def thread_claim(
 
     Returns {claims: [{thread, session_id, claimed_at, vendor, live}]} after the action.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     if action == "claim":
         await runtime.call(runtime.hygiene.claim, prov, thread_id)
     elif action == "release":
@@ -237,7 +229,7 @@ async def thread_janitor(
 
     Returns {threads: [{id, title, status, updated_at, author, category?, propose?, why?, applied?}]}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     if action == "pickup":
         found = await runtime.call(runtime.hygiene.pickup, prov, count)
     elif action == "compost":
@@ -253,7 +245,7 @@ async def thread_stats(ctx: Context) -> dict[str, Any]:
     Returns {project, threads, by_status, broken_files, summary_tokens: {total, mean, max},
     context_loads: {count, mean_tokens, max_tokens}, conversation_tokens, caveats}.
     """
-    runtime, prov = await _caller(ctx)
+    runtime, prov = await caller(ctx)
     return await runtime.call(runtime.threads.stats, prov)
 
 

@@ -6,20 +6,14 @@ cannot see which session asks, and the context depends on the session's project 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mcp.server.mcpserver import Context
 
-from threadloom.server.connection import connection_of
+from threadloom.server.connection import caller
 
 if TYPE_CHECKING:
     from threadloom.server.app import ThreadloomServer
-
-
-async def _caller(ctx: Context) -> tuple[Any, Any]:
-    conn = connection_of(ctx.request_context)
-    info = await conn.ensure_session(ctx.request_context)
-    return conn.runtime, info.provenance()
 
 
 def add_thread_views(server: ThreadloomServer) -> None:
@@ -31,7 +25,7 @@ def add_thread_views(server: ThreadloomServer) -> None:
         mime_type="text/markdown",
     )
     async def context_resource(ctx: Context, max_tokens: str = "") -> str:
-        runtime, prov = await _caller(ctx)
+        runtime, prov = await caller(ctx)
         budget = int(max_tokens) if max_tokens.isdigit() else None
         return str((await runtime.call(runtime.threads.context, prov, budget)).text)
 
@@ -43,7 +37,7 @@ def add_thread_views(server: ThreadloomServer) -> None:
         mime_type="text/plain",
     )
     async def tree_resource(ctx: Context, project: str = "") -> str:
-        runtime, prov = await _caller(ctx)
+        runtime, prov = await caller(ctx)
         view = await runtime.call(runtime.threads.tree, prov)
         problems = "".join(f"\n! {p['path']}: {p['error']}" for p in view["problems"])
         return str(view["tree"]) + problems
@@ -56,21 +50,21 @@ def add_thread_views(server: ThreadloomServer) -> None:
         mime_type="text/markdown",
     )
     async def thread_resource(ctx: Context, thread_id: str) -> str:
-        runtime, prov = await _caller(ctx)
+        runtime, prov = await caller(ctx)
         thread = await runtime.call(runtime.threads.thread, prov, thread_id)
         return f"# {thread.title} ({thread.status})\n\n{thread.summary.render()}\n"
 
     @server.prompt(name="context", title="Load the thread context")
     async def context_prompt(ctx: Context) -> str:
         """Loads the active thread's context into the conversation."""
-        runtime, prov = await _caller(ctx)
+        runtime, prov = await caller(ctx)
         assembled = await runtime.call(runtime.threads.context, prov, None)
         return f"Here is the project context from threadloom. Work from it.\n\n{assembled.text}"
 
     @server.prompt(name="tree", title="Show the thread tree")
     async def tree_prompt(ctx: Context) -> str:
         """Shows the project's thread tree."""
-        runtime, prov = await _caller(ctx)
+        runtime, prov = await caller(ctx)
         return "threadloom threads:\n\n" + str((await runtime.call(runtime.threads.tree, prov))["tree"])
 
     @server.prompt(name="create", title="Start a thread")

@@ -27,6 +27,12 @@ def content_hash(doc: Document) -> str:
     return hashlib.blake2b(f"{doc.title}\0{doc.body}".encode(), digest_size=16).hexdigest()
 
 
+def placeholders(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
+    """`:p0, :p1, ...` for an IN list, and the parameters they name."""
+    params = {f"{prefix}{n}": v for n, v in enumerate(values)}
+    return ", ".join(":" + k for k in params), params
+
+
 def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
     """SQL conditions on alias `d` and their parameters; always a valid expression."""
     clauses = ["1 = 1"]
@@ -43,9 +49,9 @@ def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
         ("status", "d.status", filters.statuses),
     ):
         if values:
-            keys = [f"f_{name}{i}" for i in range(len(values))]
-            clauses.append(f"{column} IN ({', '.join(':' + k for k in keys)})")
-            params.update(zip(keys, values, strict=True))
+            keys, named = placeholders(f"f_{name}", values)
+            clauses.append(f"{column} IN ({keys})")
+            params.update(named)
     if filters.since is not None:
         clauses.append("COALESCE(d.occurred_at, d.created_at) >= :f_since")
         params["f_since"] = filters.since
@@ -70,9 +76,9 @@ def memory_scope_sql(scope: MemoryScope) -> tuple[str, dict[str, Any]]:
         clauses.append("(m.project = :m_project OR m.project IS NULL)")
         params["m_project"] = scope.project
     if scope.categories:
-        keys = [f"m_cat{i}" for i in range(len(scope.categories))]
-        clauses.append(f"m.category IN ({', '.join(':' + k for k in keys)})")
-        params.update(zip(keys, scope.categories, strict=True))
+        keys, named = placeholders("m_cat", scope.categories)
+        clauses.append(f"m.category IN ({keys})")
+        params.update(named)
     if scope.entity is not None:
         clauses.append("EXISTS (SELECT 1 FROM memory_entities e WHERE e.memory_id = m.id AND e.entity = :m_entity)")
         params["m_entity"] = scope.entity

@@ -11,7 +11,7 @@ from typing import Any
 from threadloom.memory.model import Edge, Memory
 from threadloom.search.model import MemoryScope
 from threadloom.store.base import Reader, Row, Writer
-from threadloom.store.documents import memory_scope_sql
+from threadloom.store.documents import memory_scope_sql, placeholders
 
 _CHUNK = 400
 
@@ -56,11 +56,6 @@ def to_edge(row: Row) -> Edge:
     )
 
 
-def _keys(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
-    params = {f"{prefix}{n}": v for n, v in enumerate(values)}
-    return ", ".join(":" + k for k in params), params
-
-
 # memories
 
 
@@ -89,7 +84,7 @@ def get(r: Reader, memory_id: str) -> Memory | None:
 def get_many(r: Reader, ids: Sequence[str]) -> dict[str, Memory]:
     found: dict[str, Memory] = {}
     for start in range(0, len(ids), _CHUNK):
-        keys, params = _keys("i", ids[start : start + _CHUNK])
+        keys, params = placeholders("i", ids[start : start + _CHUNK])
         found.update(
             (row["id"], to_memory(row)) for row in r.rows(f"SELECT * FROM memories WHERE id IN ({keys})", params)
         )
@@ -120,7 +115,7 @@ def listing(r: Reader, scope: MemoryScope, statuses: Sequence[str], limit: int, 
     """Memories passing `scope`, newest activity first (`order` is `active` or `created`)."""
     where, params = memory_scope_sql(scope)
     if statuses:
-        keys, status_params = _keys("s", list(statuses))
+        keys, status_params = placeholders("s", list(statuses))
         where += f" AND m.status IN ({keys})"
         params |= status_params
     column = "m.last_reactivated_at" if order == "active" else "m.created_at"
@@ -145,7 +140,7 @@ def kept_documents(r: Reader, scope: MemoryScope, cap: int = 500) -> dict[int, s
 def core(r: Reader, scope: MemoryScope, categories: Sequence[str]) -> list[Memory]:
     where, params = memory_scope_sql(scope)
     if categories:
-        keys, cat_params = _keys("c", list(categories))
+        keys, cat_params = placeholders("c", list(categories))
         where += f" AND m.category IN ({keys})"
         params |= cat_params
     rows = r.rows(
@@ -160,7 +155,7 @@ def core_candidates(r: Reader, scope: MemoryScope, categories: Sequence[str], mi
     if not categories:
         return []
     where, params = memory_scope_sql(scope)
-    keys, cat_params = _keys("c", list(categories))
+    keys, cat_params = placeholders("c", list(categories))
     rows = r.rows(
         f"SELECT m.* FROM memories m WHERE m.core_key IS NULL AND m.superseded_by IS NULL AND m.category IN ({keys}) "
         f"AND m.decay_score >= :min AND {where} ORDER BY m.decay_score DESC LIMIT 20",
@@ -176,7 +171,7 @@ def update(w: Writer, memory_id: str, **changes: Any) -> None:
 
 def reactivate(w: Writer, ids: Sequence[str], now: int) -> None:
     for start in range(0, len(ids), _CHUNK):
-        keys, params = _keys("i", ids[start : start + _CHUNK])
+        keys, params = placeholders("i", ids[start : start + _CHUNK])
         w.execute(
             "UPDATE memories SET last_reactivated_at = :now, reactivation_count = reactivation_count + 1, "
             f"status = 'active' WHERE id IN ({keys})",
@@ -253,10 +248,10 @@ def edges_touching(r: Reader, ids: Sequence[str], types: Sequence[str] = ()) -> 
     found: dict[tuple[str, str, str], Edge] = {}
     type_sql, type_params = "", dict[str, Any]()
     if types:
-        keys, type_params = _keys("t", list(types))
+        keys, type_params = placeholders("t", list(types))
         type_sql = f" AND type IN ({keys})"
     for start in range(0, len(ids), _CHUNK):
-        keys, params = _keys("i", ids[start : start + _CHUNK])
+        keys, params = placeholders("i", ids[start : start + _CHUNK])
         for column in ("source", "target"):
             for row in r.rows(f"SELECT * FROM memory_edges WHERE {column} IN ({keys}){type_sql}", params | type_params):
                 edge = to_edge(row)
@@ -312,7 +307,7 @@ def connected(r: Reader, a: str, b: str) -> bool:
 
 def reaches(r: Reader, start: str, goal: str, types: Iterable[str]) -> bool:
     """Whether `goal` can be reached from `start` along outgoing edges of `types`."""
-    keys, params = _keys("t", list(types))
+    keys, params = placeholders("t", list(types))
     return bool(
         r.scalar(
             f"""WITH RECURSIVE walk(id) AS (
