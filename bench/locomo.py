@@ -169,10 +169,10 @@ def make_embedder(name: str, cache: Path | None) -> Embedder | None:
 
 def configurations(tuned: SearchTuning, dense: bool, linked: bool) -> dict[str, SearchTuning]:
     plain = FusionWeights(temporal_boost=0.0, source_boost=0.0, lexical=1.0, dense=1.0, graph=0.0)
-    configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0), context_spread=0.0)}
+    configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0), context_spread=0.0, thread_prior=0.0)}
     if dense:
         configs["dense"] = SearchTuning(
-            weights=replace(plain, lexical=0.0), context_spread=0.0, dense_floor=tuned.dense_floor
+            weights=replace(plain, lexical=0.0), context_spread=0.0, thread_prior=0.0, dense_floor=tuned.dense_floor
         )
     if linked:
         configs["tl-no-graph"] = replace(tuned, weights=replace(tuned.weights, graph=0.0))
@@ -311,6 +311,7 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=defaults.candidates)
     parser.add_argument("--spread", type=float, default=defaults.context_spread)
     parser.add_argument("--pool", type=int, default=defaults.context_pool)
+    parser.add_argument("--thread-prior", type=float, default=defaults.thread_prior)
     parser.add_argument("--links", action="store_true", help="auto-link turns and compare with and without graph")
     parser.add_argument("--graph", type=float, default=defaults.weights.graph)
     parser.add_argument("--floor", type=float, default=defaults.dense_floor, help="default: the model's own")
@@ -325,6 +326,7 @@ def main() -> None:
         candidates=args.candidates,
         context_spread=args.spread,
         context_pool=args.pool,
+        thread_prior=args.thread_prior,
         dense_floor=args.floor,
     )
     splits = ("dev", "test") if args.split == "both" else (args.split,)

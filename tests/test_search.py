@@ -308,3 +308,44 @@ def test_a_selective_filter_still_finds_what_the_unfiltered_best_crowd_out(store
     assert sorted(h.ref for h in found) == [f"b{i}" for i in range(5)]
     unfiltered = engine.search("deploy", limit=10).hits
     assert all(h.ref.startswith("a") for h in unfiltered)
+
+
+def test_a_threaded_document_is_embedded_after_the_one_before_it(store: SqliteStore) -> None:
+    dense_only = SearchTuning(
+        weights=FusionWeights(lexical=0.0, dense=1.0), context_spread=0.0, thread_prior=0.0, dense_floor=0.2
+    )
+    engine = SearchEngine(store, HashingEmbedder(), dense_only)
+    add(
+        engine,
+        store,
+        Document("memory", "q", "Jo: where did you go hiking?", thread="s1"),
+        Document("memory", "a", "Sam: the ridge trail above the lake", thread="s1"),
+        Document("note", "other-kind", "Sam: up the ridge trail above the lake", thread="s1"),
+        Document("memory", "other-thread", "Sam: up the ridge trail above the lake", thread="s2"),
+        Document("memory", "no-thread", "Sam: the ridge trail above the lake again"),
+    )
+    engine.embed_pending()
+    found = {h.ref: h.score for h in engine.search("hiking", limit=10).hits}
+    assert set(found) == {"q", "a"}  # the answer carries its question; other kinds and threads do not
+
+
+def test_turns_of_a_thread_that_matches_well_rise_together(store: SqliteStore) -> None:
+    engine = SearchEngine(store, tuning=SearchTuning(context_spread=0.0))
+    add(
+        engine,
+        store,
+        Document("memory", "z", "the lake was warm", thread="s2"),
+        Document("memory", "x", "trail lake trail lake", thread="s1"),
+        Document("memory", "y", "the lake was cold", thread="s1"),
+        Document("memory", "w", "the lake was blue"),
+    )
+    result = engine.search("trail lake")
+    assert [h.ref for h in result.hits][:2] == ["x", "y"]  # y's thread holds the best match, z's does not
+    assert "thread" in result.signals
+    scores = {h.ref: h for h in result.hits}
+    assert scores["z"].score == scores["w"].score  # a document without a thread is no worse off than one alone
+    assert "thread" in scores["y"].why and "thread" not in scores["w"].why
+
+    flat = SearchEngine(store, tuning=SearchTuning(context_spread=0.0, thread_prior=0.0)).search("trail lake")
+    assert [h.ref for h in flat.hits][1] == "z"  # equal words, and the older first
+    assert "thread" not in flat.signals

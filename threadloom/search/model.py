@@ -97,4 +97,4 @@ class Hit:
 class SearchResult:
     hits: list[Hit]
     caveats: list[str]
-    signals: tuple[str, ...]  # which signals took part: lexical, dense, temporal, source, context
+    signals: tuple[str, ...]  # which took part: lexical, dense, graph, temporal, source, context, thread

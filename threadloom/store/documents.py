@@ -20,6 +20,8 @@ from threadloom.store.base import Reader, Row, Writer
 
 # Postings one full-text query may score: ~15 ms of BM25 at the ~1.5 µs each measured in bench/memory.py.
 POSTINGS_BUDGET = 10_000
+# How much of the item before a threaded document goes into its embedding (see `unembedded`).
+CONTEXT_CHARS = 600
 _COLUMNS = "d.id, d.kind, d.ref, d.project, d.thread, d.source, d.status, d.body, d.occurred_at, d.created_at"
 
 
@@ -235,16 +237,15 @@ def fetch(r: Reader, ids: Sequence[int]) -> dict[int, Row]:
     return {int(row["id"]): row for row in rows}
 
 
-def facts(r: Reader, ids: Sequence[int]) -> dict[int, tuple[int, str | None]]:
-    """When each document's content happened (else when it was stored), and its source."""
-    found: dict[int, tuple[int, str | None]] = {}
+def facts(r: Reader, ids: Sequence[int]) -> dict[int, tuple[int, str | None, str | None]]:
+    """When each document's content happened (else when it was stored), its source and its thread."""
+    found: dict[int, tuple[int, str | None, str | None]] = {}
     for start in range(0, len(ids), 500):
-        chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 500])}
-        keys = ", ".join(":" + k for k in chunk)
+        keys, chunk = placeholders("i", ids[start : start + 500])
         rows = r.tuples(
-            f"SELECT id, COALESCE(occurred_at, created_at), source FROM documents WHERE id IN ({keys})", chunk
+            f"SELECT id, COALESCE(occurred_at, created_at), source, thread FROM documents WHERE id IN ({keys})", chunk
         )
-        found.update((int(i), (int(at), source)) for i, at, source in rows)
+        found.update((int(i), (int(at), source, thread)) for i, at, source, thread in rows)
     return found
 
 
@@ -332,14 +333,17 @@ def vectors(r: Reader, fingerprint: str, filters: Filters) -> list[tuple[int, by
 
 
 def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0, changed_since: int = 0) -> list[Row]:
-    """Documents without a current vector of this fingerprint, in id order (resumable).
+    """Documents without a current vector of this fingerprint, in id order (resumable), each with the
+    end of the one before it in its thread and kind as `context` (None when it has none).
 
     `changed_since` (epoch ms) limits the look to documents written since then, so that a
     periodic pass over a large store reads an index range instead of every row.
     """
     recent = "d.updated_at >= :since AND " if changed_since else ""
     return r.rows(
-        "SELECT d.id AS id, d.title AS title, d.body AS body, d.content_hash AS content_hash FROM documents d "
+        "SELECT d.id AS id, d.title AS title, d.body AS body, d.content_hash AS content_hash, "
+        f"(SELECT substr(p.body, -{CONTEXT_CHARS}) FROM documents p WHERE d.thread IS NOT NULL AND p.thread = d.thread "
+        "AND p.kind = d.kind AND p.id < d.id ORDER BY p.id DESC LIMIT 1) AS context FROM documents d "
         "LEFT JOIN document_vectors v ON v.doc_id = d.id AND v.fingerprint = :fp "
         f"WHERE {recent}d.id > :after AND (v.doc_id IS NULL OR v.content_hash != d.content_hash) "
         "ORDER BY d.id LIMIT :limit",
