@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from threadloom.errors import InvalidInput
 from threadloom.search.engine import SearchEngine, SearchTuning
 from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document, Filters
+from threadloom.search.query import name_forms, without_names
 from threadloom.store import terms
 from threadloom.store.sqlite import SqliteStore, open_store
 
@@ -349,3 +351,28 @@ def test_turns_of_a_thread_that_matches_well_rise_together(store: SqliteStore) -
     flat = SearchEngine(store, tuning=SearchTuning(context_spread=0.0, thread_prior=0.0)).search("trail lake")
     assert [h.ref for h in flat.hits][1] == "z"  # equal words, and the older first
     assert "thread" not in flat.signals
+
+
+def test_names_of_sources_are_left_out_of_the_dense_query() -> None:
+    assert without_names("What did Sam's puppy eat, Sam?", {"sam"}) == "What did puppy eat"
+    assert without_names("Sam?", {"sam"}) == "Sam?"  # nothing would be left: the question stays whole
+    assert name_forms(("sam's", "dog")) == ("sam's", "dog", "sam")
+
+
+def test_a_question_naming_a_source_is_embedded_without_the_name(store: SqliteStore) -> None:
+    dense = FusionWeights(lexical=0.0, dense=1.0, source_boost=0.3)
+    tuning = SearchTuning(weights=dense, context_spread=0.0, thread_prior=0.0, dense_floor=0.1)
+    engine = SearchEngine(store, HashingEmbedder(), tuning)
+    add(
+        engine,
+        store,
+        Document("memory", "sam", "Sam: Sam went out", source="Sam"),
+        Document("memory", "jo", "Jo: the canine ate carrots", source="Jo"),
+    )
+    engine.embed_pending()
+    hits = {h.ref: h.why for h in engine.search("what did Sam's puppy eat").hits}
+    assert list(hits) == ["jo"] and hits["jo"]["dense"] == 1  # Sam's turn shares only the name
+
+    names_kept = replace(tuning, weights=replace(dense, source_boost=0.0))
+    kept = {h.ref: h.why for h in SearchEngine(store, HashingEmbedder(), names_kept).search("Sam's puppy").hits}
+    assert "dense" in kept["sam"]

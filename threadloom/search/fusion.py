@@ -19,7 +19,7 @@ class FusionWeights:
     dense: float = 0.5
     graph: float = 0.1  # spreading activation along memory edges; see ARCHITECTURE.md for what was measured
     temporal_boost: float = 0.3  # added to a document inside a time window the question names
-    source_boost: float = 0.2  # added to a document whose source (speaker, author) the question names
+    source_boost: float = 0.3  # added to a document whose source (speaker, author) the question names
 
 
 def normalise(scored: Sequence[tuple[int, float]]) -> dict[int, float]:

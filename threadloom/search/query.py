@@ -46,3 +46,22 @@ def analyse(text: str) -> AnalysedQuery:
             truncated = True
             break
     return AnalysedQuery(text=text, terms=tuple(seen), truncated=truncated)
+
+
+def name_forms(terms: tuple[str, ...]) -> tuple[str, ...]:
+    """The terms, with possessives also bare ("sam's" -> "sam"), for matching names."""
+    bare = [t[:-2] for t in terms if t.endswith("'s") and len(t) > 2]
+    return tuple(dict.fromkeys([*terms, *bare]))
+
+
+def without_names(text: str, names: set[str]) -> str:
+    """`text` with the given (lower-case) names and their possessives taken out; `text` itself when
+    nothing else would be left."""
+    if not names:
+        return text
+    kept = [m.group(0) for m in _TOKEN.finditer(text) if _bare(m.group(0).lower()) not in names]
+    return " ".join(kept) if any(t.lower() not in STOPWORDS for t in kept) else text
+
+
+def _bare(token: str) -> str:
+    return token[:-2] if token.endswith("'s") else token
