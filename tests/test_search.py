@@ -234,6 +234,32 @@ def test_coded_dense_search_keeps_exact_answers_filters_and_deletions(
     assert target.ref not in {h.ref for h in engine.search(target.body, limit=50).hits}
 
 
+def test_a_broad_filter_checks_only_the_nearest_codes_and_ranks_as_the_full_filter_does(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from threadloom.search import vector_index
+
+    monkeypatch.setattr(vector_index, "EXACT_LIMIT", 20)
+    monkeypatch.setattr(vector_index, "MIN_RESCORE", 10)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    engine = SearchEngine(store, HashingEmbedder(dimension=128))
+    add(engine, store, *(Document("note", f"d{i}", f"{words[i % 10]} {words[(i // 10) % 10]}") for i in range(200)))
+    add(engine, store, Document("thread", "t", "alpha bravo"))
+    engine.embed_pending()
+    engine.tuning = SearchTuning(candidates=10, weights=FusionWeights(lexical=0.0, dense=1.0, temporal_boost=0.0))
+    notes = Filters(kinds=("note",))
+    listed: list[int] = []
+    monkeypatch.setattr(vector_index.documents, "filtered_ids", lambda *a: listed.append(1) or [])
+    sampled = engine.search("alpha bravo", notes)
+    assert not listed and sampled.hits[0].ref in ("d1", "d10") and all(h.kind == "note" for h in sampled.hits)
+    monkeypatch.undo()
+    monkeypatch.setattr(vector_index, "EXACT_LIMIT", 20)
+    monkeypatch.setattr(vector_index, "MIN_RESCORE", 10)
+    monkeypatch.setattr(vector_index, "_nearest_passing", lambda *a: None)
+    listed_all = engine.search("alpha bravo", notes).hits
+    assert [h.score for h in listed_all[:5]] == [h.score for h in sampled.hits[:5]]  # below, Hamming ties differ
+
+
 def test_a_periodic_pass_looks_only_at_recent_writes(store: SqliteStore) -> None:
     engine = SearchEngine(store, HashingEmbedder())
     add(engine, store, Document("note", "old", "written long ago"))

@@ -129,13 +129,20 @@ class MemoryRecall:
         return hit.score * (SUPERSEDED_FACTOR if superseded else 1.0)
 
     def _reactivate(self, w: Writer, refs: list[str], now: int, prov: Provenance) -> dict[str, Memory]:
-        memories.reactivate(w, refs, now)
+        """Mark the memories recalled now, rescore them, and return them as they now stand."""
         found = memories.get_many(w, refs)
+        degrees = memories.degrees(w, list(found))
         for ref, memory in found.items():
-            b = scoring.breakdown(
-                self.scoring, memory.last_reactivated_at, memories.degree(w, ref), memory.reactivation_count, now
+            recalls = memory.reactivation_count + 1
+            b = scoring.breakdown(self.scoring, now, degrees.get(ref, 0), recalls, now)
+            memories.update(
+                w,
+                ref,
+                last_reactivated_at=now,
+                reactivation_count=recalls,
+                decay_score=b.score,
+                status=scoring.lifecycle_status(self.scoring, b.score),
             )
-            memories.update(w, ref, decay_score=b.score, status=scoring.lifecycle_status(self.scoring, b.score))
             documents.set_status(w, "memory", ref, "superseded" if memory.superseded_by else "active")
         record_event(w, prov, "memory.recalled", {"ids": refs[:20], "count": len(refs)})
         return memories.get_many(w, refs)

@@ -8,7 +8,8 @@ those codes by Hamming distance, and then re-scores the best few hundred candida
 exactly with their float vectors read back from SQLite, with the query's filters
 applied in that same read. A deleted or changed document therefore never surfaces
 from a stale code. Small candidate sets (a small store, or a selective filter) skip the
-codes and are scored exactly.
+codes and are scored exactly. A broad filter (a recall's scope: the user's and project's
+memories) is checked on the nearest codes only, rather than listing every document it passes.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
 EXACT_LIMIT = 4_000  # at or below this many candidate documents, score every float vector
 OVERSAMPLE = 2  # codes keep this many times the wanted candidates for exact re-scoring
 MIN_RESCORE = 400
+SAMPLE = 2  # filtered: up to this many times the wanted codes, nearest first, are tried before listing
 LOAD_BATCH = 20_000
 
 
@@ -63,8 +65,9 @@ class SignCodes:
         self.last_id = max(self.last_id, max(ids))
 
     def nearest(
-        self, query: npt.NDArray[np.float32], count: int, allowed: npt.NDArray[np.int64] | None
+        self, query: npt.NDArray[np.float32], count: int, allowed: npt.NDArray[np.int64] | None, ordered: bool = False
     ) -> npt.NDArray[np.int64]:
+        """Ids of the `count` codes nearest `query` among `allowed` (None: all), nearest first if `ordered`."""
         import numpy as np
 
         if len(self.ids) == 0:
@@ -76,7 +79,30 @@ class SignCodes:
         best = np.argpartition(distances, count - 1)[:count]
         if allowed is not None:
             best = best[distances[best] != np.iinfo(np.int32).max]
+        if ordered:
+            best = best[np.argsort(distances[best], kind="stable")]
         return self.ids[best]
+
+
+def _nearest_passing(
+    r: Reader, fingerprint: str, codes: SignCodes, query: Any, want: int, filters: Filters
+) -> list[tuple[int, bytes]] | None:
+    """The vectors of the `want` nearest codes that pass the filters, looked for among the nearest
+    `want * SAMPLE` codes a slice at a time; None when too few of those pass. Every code outside them is
+    farther, so what is found is exactly what listing every passing document first would find, and a broad
+    filter (the usual scope of a recall) costs one read of `want` vectors instead of a scan of the store."""
+    nearest = codes.nearest(query, want * SAMPLE, None, ordered=True).tolist()
+    found: list[tuple[int, bytes]] = []
+    looked = 0
+    while len(found) < want and looked < len(nearest):
+        part = nearest[looked : looked + want - len(found)]
+        looked += len(part)
+        got = dict(documents.vectors_of(r, fingerprint, part, filters))
+        found += [(i, got[i]) for i in part if i in got]
+    # Few passing means a selective filter, whose few documents are better scored exactly.
+    if len(found) < want or len(codes.ids) * len(found) <= EXACT_LIMIT * looked:
+        return None
+    return found
 
 
 def _matrix(rows: list[tuple[int, bytes]]) -> Any:
@@ -98,17 +124,22 @@ class DenseIndex:
         import numpy as np
 
         query = np.asarray(query, dtype=np.float32)
+        want = max(MIN_RESCORE, depth * OVERSAMPLE)
+        codes = self._current(r, fingerprint)
+        if filters != Filters() and len(codes.ids) > EXACT_LIMIT:
+            rows = _nearest_passing(r, fingerprint, codes, query, want, filters)
+            if rows is not None:  # the filters pass most of the store: no need to list what they pass
+                return _exact(rows, query, depth, floor)
         allowed: npt.NDArray[np.int64] | None = None
         if filters != Filters():
-            ids = documents.filtered_ids(r, filters, EXACT_LIMIT + 1)
+            ids = documents.filtered_ids(r, filters, 1 << 62)
             if len(ids) <= EXACT_LIMIT:
                 return _exact(documents.vectors_of(r, fingerprint, ids, filters), query, depth, floor)
-            allowed = np.asarray(documents.filtered_ids(r, filters, 1 << 62), dtype=np.int64)
-        codes = self._current(r, fingerprint)
+            allowed = np.asarray(ids, dtype=np.int64)
         if len(codes.ids) <= EXACT_LIMIT:
             candidates = codes.ids.tolist()
         else:
-            candidates = codes.nearest(query, max(MIN_RESCORE, depth * OVERSAMPLE), allowed).tolist()
+            candidates = codes.nearest(query, want, allowed).tolist()
         return _exact(documents.vectors_of(r, fingerprint, candidates, filters), query, depth, floor)
 
     def _current(self, r: Reader, fingerprint: str) -> SignCodes:

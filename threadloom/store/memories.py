@@ -169,16 +169,6 @@ def update(w: Writer, memory_id: str, **changes: Any) -> None:
     w.execute(f"UPDATE memories SET {sets} WHERE id = :id", changes | {"id": memory_id})
 
 
-def reactivate(w: Writer, ids: Sequence[str], now: int) -> None:
-    for start in range(0, len(ids), _CHUNK):
-        keys, params = placeholders("i", ids[start : start + _CHUNK])
-        w.execute(
-            "UPDATE memories SET last_reactivated_at = :now, reactivation_count = reactivation_count + 1, "
-            f"status = 'active' WHERE id IN ({keys})",
-            params | {"now": now},
-        )
-
-
 def delete(w: Writer, memory_id: str) -> bool:
     return w.execute("DELETE FROM memories WHERE id = :id", {"id": memory_id}) > 0
 
@@ -276,6 +266,16 @@ def degree(r: Reader, memory_id: str) -> int:
             {"id": memory_id},
         )
     )
+
+
+def degrees(r: Reader, ids: Sequence[str]) -> dict[str, int]:
+    """Edges touching each memory, either direction, in one query."""
+    rows = r.tuples(
+        "SELECT j.value, (SELECT count(*) FROM memory_edges WHERE source = j.value) + "
+        "(SELECT count(*) FROM memory_edges WHERE target = j.value) FROM json_each(:ids) j",
+        {"ids": json.dumps(list(ids))},
+    )
+    return {str(ref): int(n) for ref, n in rows}
 
 
 def causes(r: Reader, ids: Sequence[str], depth: int) -> list[tuple[str, str, int]]:
