@@ -106,9 +106,12 @@ class SearchEngine:
         def read(r: Reader) -> SearchResult:
             scored: dict[str, Sequence[tuple[int, float]]] = {}
             signals = []
+            facts: dict[int, tuple[int, str | None, str | None]] = {}
             if tuning.weights.lexical > 0:
                 scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates, max_terms)
                 signals.append("lexical")
+                if pending is not None:  # while the model still works on the question
+                    facts = documents.facts(r, [i for i, _ in scored["lexical"]])
             query_vector = pending.result() if pending is not None else vector
             if query_vector is not None and embedder is not None and tuning.weights.dense > 0:
                 scored["dense"] = self._dense(r, embedder.fingerprint, query_vector, filters)
@@ -117,7 +120,7 @@ class SearchEngine:
             scores, why = fuse(scored, weights)
             if tuning.weights.graph > 0 and scores and _activate_graph(r, scores, why, tuning, filters):
                 signals.append("graph")
-            facts = documents.facts(r, list(scores))
+            facts |= documents.facts(r, [i for i in scores if i not in facts])
             if windows or named:
                 signals += ["temporal"] * bool(windows) + ["source"] * bool(named)
                 for doc_id, (at, source, _) in facts.items():
