@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from mcp import Client
+from mcp.shared.exceptions import MCPError
 
 from tests.helpers import serve_params, structured
 
@@ -64,8 +65,16 @@ async def test_the_context_tree_and_a_thread_are_resources_and_the_flows_are_pro
         one = (await client.read_resource("threadloom://thread/main")).contents[0]
         prompt = await client.get_prompt("context")
         prompts = {p.name for p in (await client.list_prompts()).prompts}
+        same = (await client.read_resource("threadloom://tree?project=shop")).contents[0]
+        await client.call_tool("thread_project", {"action": "create", "title": "Admin"})  # and switch to it
+        shop = (await client.read_resource("threadloom://tree?project=shop")).contents[0]
+        with pytest.raises(MCPError) as unknown:
+            await client.read_resource("threadloom://tree?project=nope")
     assert "- Postgres" in getattr(context, "text", "") and "Search (active)" in getattr(context, "text", "")
     assert getattr(tree, "text", "") == "main\n└── search  <- active"
+    assert getattr(same, "text", "") == getattr(tree, "text", "")
+    assert "search" in getattr(shop, "text", "")  # another project than the session's, by name
+    assert "no project 'nope' here; projects: admin, shop" in str(unknown.value)
     assert getattr(one, "text", "").startswith("# Shop (active)")
     assert "- Postgres" in str(prompt.messages[0].content)
     assert {"help", "context", "tree", "create", "switch", "summary", "merge"} <= prompts

@@ -39,7 +39,7 @@ class SearchTuning:
     # to a question is often the next turn, not the one that repeats the question's words (+6 R@10, LoCoMo dev).
     context_spread: float = 0.3
     context_pool: int = 50  # how many of the best hits lend
-    # Every candidate gains this share of the best score in its thread (+1.7 R@10 on the LoCoMo dev split).
+    # Every candidate gains this share of the best score in its thread (R@10 78.4 -> 79.5, LoCoMo dev split).
     thread_prior: float = 0.5
     graph_seeds: int = 10  # the best hits that spread activation along memory-graph edges
     graph_depth: int = 2  # hops; activation halves with each

@@ -6,14 +6,29 @@ cannot see which session asks, and the context depends on the session's project 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from mcp.server.mcpserver import Context
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
+from threadloom.errors import NotFound, ThreadloomError
 from threadloom.server.connection import caller
 
 if TYPE_CHECKING:
     from threadloom.server.app import ThreadloomServer
+
+
+@contextmanager
+def _reported() -> Iterator[None]:
+    """Our errors reach the client with their message; the SDK would replace any other with a generic one."""
+    try:
+        yield
+    except NotFound as exc:
+        raise ResourceNotFoundError(str(exc)) from exc
+    except ThreadloomError as exc:
+        raise ResourceError(str(exc)) from exc
 
 
 def add_thread_views(server: ThreadloomServer) -> None:
@@ -27,7 +42,8 @@ def add_thread_views(server: ThreadloomServer) -> None:
     async def context_resource(ctx: Context, max_tokens: str = "") -> str:
         runtime, prov = await caller(ctx)
         budget = int(max_tokens) if max_tokens.isdigit() else None
-        return str((await runtime.call(runtime.threads.context, prov, budget)).text)
+        with _reported():
+            return str((await runtime.call(runtime.threads.context, prov, budget)).text)
 
     @server.resource(
         "threadloom://tree{?project}",
@@ -38,7 +54,8 @@ def add_thread_views(server: ThreadloomServer) -> None:
     )
     async def tree_resource(ctx: Context, project: str = "") -> str:
         runtime, prov = await caller(ctx)
-        view = await runtime.call(runtime.threads.tree, prov)
+        with _reported():
+            view = await runtime.call(runtime.threads.tree, prov, project or None)
         problems = "".join(f"\n! {p['path']}: {p['error']}" for p in view["problems"])
         return str(view["tree"]) + problems
 
@@ -51,7 +68,8 @@ def add_thread_views(server: ThreadloomServer) -> None:
     )
     async def thread_resource(ctx: Context, thread_id: str) -> str:
         runtime, prov = await caller(ctx)
-        thread = await runtime.call(runtime.threads.thread, prov, thread_id)
+        with _reported():
+            thread = await runtime.call(runtime.threads.thread, prov, thread_id)
         return f"# {thread.title} ({thread.status})\n\n{thread.summary.render()}\n"
 
     @server.prompt(name="context", title="Load the thread context")
