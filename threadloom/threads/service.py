@@ -91,10 +91,12 @@ class ThreadService:
                 continue
         return found
 
-    def project(self, prov: Provenance) -> Project:
-        """The session's project; a single project is selected automatically."""
+    def project(self, prov: Provenance, named: str | None = None) -> Project:
+        """The `named` project, else the session's; a single project is selected automatically."""
         found = self._projects(repo_of(prov))
-        chosen = self._cursor(prov)[0]
+        if named and named not in found:
+            raise NotFound(f"no project {named!r} here; projects: {', '.join(found) or 'none'}")
+        chosen = named or self._cursor(prov)[0]
         if chosen in found:
             return found[chosen]
         if len(found) == 1:
@@ -103,17 +105,11 @@ class ThreadService:
             raise NotFound("no threadloom project in this repository; create one first")
         raise InvalidInput(f"several projects here ({', '.join(found)}); switch to one first")
 
-    def _named_project(self, prov: Provenance, project_id: str) -> Project:
-        found = self._projects(repo_of(prov))
-        if project_id not in found:
-            raise NotFound(f"no project {project_id!r} here; projects: {', '.join(found) or 'none'}")
-        return found[project_id]
-
     # threads
 
     def tree(self, prov: Provenance, project_id: str | None = None) -> dict[str, Any]:
         """The tree of `project_id` (default: the session's project)."""
-        project = self.project(prov) if not project_id else self._named_project(prov, project_id)
+        project = self.project(prov, project_id)
         files = ThreadFiles(repo_of(prov), project.id)
         threads, problems = files.load()
         active = self._active(prov, project, threads)
