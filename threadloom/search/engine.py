@@ -223,7 +223,7 @@ def _activate_graph(
             break
     for doc_id, value in activation.items():
         scores[doc_id] = scores.get(doc_id, 0.0) + tuning.weights.graph * value
-        why.setdefault(doc_id, {})["graph"] = round(value, 4)
+        why.setdefault(doc_id, {})["graph"] = value
     return bool(activation)
 
 
@@ -239,7 +239,7 @@ def _spread_context(
             lent = tuning.context_spread * base[doc_id]
             if lent > scores.get(other, 0.0) - base.get(other, 0.0):  # the best lender counts, not their sum
                 scores[other] = base.get(other, 0.0) + lent
-                why.setdefault(other, {})["context"] = round(lent, 4)
+                why.setdefault(other, {})["context"] = lent
                 lent_any = True
     return lent_any
 
@@ -261,7 +261,7 @@ def _lift_by_thread(
         lift = weight * best[thread or doc_id] / top
         scores[doc_id] += lift
         if thread:
-            why.setdefault(doc_id, {})["thread"] = round(lift, 4)
+            why.setdefault(doc_id, {})["thread"] = lift
             threaded = True
     return threaded
 
@@ -288,7 +288,7 @@ def _hits(r: Reader, ids: Sequence[int], scores: dict[int, float], why: dict[int
             status=rows[i]["status"],
             occurred_at=rows[i]["occurred_at"],
             created_at=rows[i]["created_at"],
-            why=why.get(i, {}),
+            why={signal: round(value, 4) for signal, value in why.get(i, {}).items()},
         )
         for i in ids
         if i in rows

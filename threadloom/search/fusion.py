@@ -35,12 +35,13 @@ def normalise(scored: Sequence[tuple[int, float]]) -> dict[int, float]:
 def fuse(
     scored: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
 ) -> tuple[dict[int, float], dict[int, dict[str, float]]]:
-    """Fused scores per document, and each document's normalised score per signal, for explanations."""
+    """Fused scores per document, and each document's normalised score per signal, for explanations
+    (rounded only for the hits returned)."""
     scores: dict[int, float] = {}
     why: dict[int, dict[str, float]] = {}
     for signal, pairs in scored.items():
         weight = weights.get(signal, 0.0)
         for doc_id, value in normalise(pairs).items():
             scores[doc_id] = scores.get(doc_id, 0.0) + weight * value
-            why.setdefault(doc_id, {})[signal] = round(value, 4)
+            why.setdefault(doc_id, {})[signal] = value
     return scores, why
