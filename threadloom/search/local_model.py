@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from threadloom.search.embedder import Matrix
 
 MODEL_NAME = "multilingual-e5-small-q4"
-GRAPH_REVISION = "int8.2"  # bump whenever the graph or the tokenizer changes the vectors
+GRAPH_REVISION = "int8.4"  # bump whenever the graph or the tokenizer changes the vectors
 # e5 cosines crowd into 0.7-0.9. On the LoCoMo dev split, dropping matches under 0.75 cost no recall,
 # while 0.8 did (bench/locomo.py --floor): 0.75 is the highest floor that removes only noise.
 CALIBRATED_FLOOR = 0.75

@@ -118,12 +118,31 @@ class DenseIndex:
         self._codes: SignCodes | None = None
         self._lock = threading.Lock()
 
+    def prefetch(self, r: Reader, fingerprint: str, filters: Filters) -> list[tuple[int, bytes]] | None:
+        """Every candidate's vector, when which documents are candidates does not depend on the query (a
+        store of up to EXACT_LIMIT vectors), so that they are read while the model still embeds it."""
+        codes = self._current(r, fingerprint)
+        if len(codes.ids) > EXACT_LIMIT:
+            return None
+        return documents.vectors_of(r, fingerprint, codes.ids.tolist(), filters)
+
     def search(
-        self, r: Reader, fingerprint: str, query: Any, filters: Filters, depth: int, floor: float
+        self,
+        r: Reader,
+        fingerprint: str,
+        query: Any,
+        filters: Filters,
+        depth: int,
+        floor: float,
+        prefetched: list[tuple[int, bytes]] | None = None,
     ) -> list[tuple[int, float]]:
+        """The `depth` nearest documents passing `filters` at or above `floor`; `prefetched` is what
+        `prefetch` read for the same fingerprint and filters in the same read transaction."""
         import numpy as np
 
         query = np.asarray(query, dtype=np.float32)
+        if prefetched is not None:
+            return _exact(prefetched, query, depth, floor)
         want = max(MIN_RESCORE, depth * OVERSAMPLE)
         codes = self._current(r, fingerprint)
         if filters != Filters() and len(codes.ids) > EXACT_LIMIT:
