@@ -6,6 +6,7 @@ them. Blocking work (the model, the store) happens in the caller's worker thread
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -142,7 +143,7 @@ class SearchEngine:
                 threads = {i: thread for i, (_, _, thread) in facts.items()}
                 if _lift_by_thread(scores, why, threads, tuning.thread_prior):
                     signals.append("thread")
-            top = sorted(scores, key=lambda i: (-scores[i], i))[:limit]
+            top = _best(scores, limit)
             hits = _hits(r, top, scores, why)
             if not hits:
                 caveats.append("nothing matched; try other words, fewer filters, or a wider time range")
@@ -216,12 +217,17 @@ class SearchEngine:
         return self._store.read(lambda r: documents.vector_coverage(r, fp))
 
 
+def _best(scores: dict[int, float], count: int) -> list[int]:
+    """The `count` best-scored ids, best first, ties by id."""
+    return heapq.nsmallest(count, scores, key=lambda i: (-scores[i], i))
+
+
 def _activate_graph(
     r: Reader, scores: dict[int, float], why: dict[int, dict[str, float]], tuning: SearchTuning, filters: Filters
 ) -> bool:
     """Spreading activation: the best hits pass their score along memory edges, halving per hop;
     what arrives is added with the graph weight. Whether anything arrived."""
-    seeds = sorted(scores, key=lambda i: (-scores[i], i))[: tuning.graph_seeds]
+    seeds = _best(scores, tuning.graph_seeds)
     top = scores[seeds[0]] or 1.0
     frontier = {i: scores[i] / top for i in seeds}
     activation: dict[int, float] = {}
@@ -245,7 +251,7 @@ def _spread_context(
     r: Reader, scores: dict[int, float], why: dict[int, dict[str, float]], tuning: SearchTuning, filters: Filters
 ) -> bool:
     """Lend each top hit's share to its thread neighbours; whether any score changed."""
-    pool = sorted(scores, key=lambda i: (-scores[i], i))[: tuning.context_pool]
+    pool = _best(scores, tuning.context_pool)
     base = dict(scores)
     lent_any = False
     for doc_id, near in documents.neighbours(r, pool, filters).items():
