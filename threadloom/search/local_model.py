@@ -36,6 +36,7 @@ class LocalE5:
     def __init__(self, threads: int = 1) -> None:
         path, package_version = bundled_model()
         try:
+            import onnx  # noqa: F401 - builds the graph
             import onnxruntime
         except ImportError as exc:
             raise ConfigError("the local embedder needs the `embed` extra: pip install 'threadloom[embed]'") from exc
