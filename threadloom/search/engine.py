@@ -118,6 +118,8 @@ class SearchEngine:
             prefetched = None
             if pending is not None and embedder is not None:
                 prefetched = self._dense_index.prefetch(r, embedder.fingerprint, filters)
+                if prefetched:  # a small store: the facts of every candidate, too, while the model works
+                    facts |= documents.facts(r, [i for i, _ in prefetched if i not in facts])
             query_vector = pending.result() if pending is not None else vector
             if query_vector is not None and embedder is not None and tuning.weights.dense > 0:
                 scored["dense"] = self._dense(r, embedder.fingerprint, query_vector, filters, prefetched)
@@ -129,7 +131,8 @@ class SearchEngine:
             facts |= documents.facts(r, [i for i in scores if i not in facts])
             if windows or named:
                 signals += ["temporal"] * bool(windows) + ["source"] * bool(named)
-                for doc_id, (at, source, _) in facts.items():
+                for doc_id in list(scores):
+                    at, source, _ = facts[doc_id]
                     if any(w.start <= at < w.end for w in windows):
                         scores[doc_id] += tuning.weights.temporal_boost
                         why[doc_id]["temporal"] = 1

@@ -241,6 +241,8 @@ def fetch(r: Reader, ids: Sequence[int]) -> dict[int, Row]:
 
 def facts(r: Reader, ids: Sequence[int]) -> dict[int, tuple[int, str | None, str | None]]:
     """When each document's content happened (else when it was stored), its source and its thread."""
+    if not ids:
+        return {}
     rows = r.tuples(  # an id list as JSON: one statement for any number, 40% less time than IN chunks
         "SELECT d.id, COALESCE(d.occurred_at, d.created_at), d.source, d.thread "
         "FROM json_each(:ids) j CROSS JOIN documents d ON d.id = j.value",
