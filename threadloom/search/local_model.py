@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from threadloom.errors import ConfigError
-from threadloom.search.e5_file import E5File, bundled_model
+from threadloom.search.e5_file import MISSING_EXTRA, E5File, bundled_model
 from threadloom.search.e5_graph import build_encoder
 from threadloom.search.e5_tokenizer import E5Tokenizer
 from threadloom.search.embedder import fingerprint
@@ -39,7 +39,7 @@ class LocalE5:
             import onnx  # noqa: F401 - builds the graph
             import onnxruntime
         except ImportError as exc:
-            raise ConfigError("the local embedder needs the `embed` extra: pip install 'threadloom[embed]'") from exc
+            raise ConfigError(MISSING_EXTRA) from exc
         self._file = E5File(path)
         shape = self._file.shape
         self._tokenizer = E5Tokenizer(self._file.vocabulary())
