@@ -17,7 +17,7 @@ from threadloom.memory.recall import MemoryRecall, RecallFilters
 from threadloom.memory.scoring import DAY_MS, ScoringConfig
 from threadloom.memory.service import MemoryService
 from threadloom.search.engine import SearchEngine
-from threadloom.store import jobs
+from threadloom.store import documents, jobs
 from threadloom.store.sqlite import SqliteStore, open_store
 
 PROV = Provenance(session_id="s1", vendor="claude", project="/repo")
@@ -369,3 +369,35 @@ def test_auto_core_categories_are_promoted_and_approval_ones_offered(g: Graph) -
     assert [c["id"] for c in core["core"]] == [auto]
     assert [m["id"] for m in core["awaiting_approval"]] == [offered]
     assert core["preferences"] == {"auto": ["workflow"], "approval": ["style"], "excluded": ["chatter"]}
+
+
+def test_every_write_a_search_depends_on_changes_the_search_generation(g: Graph) -> None:
+    def generation() -> int:
+        return int(g.store.read(documents.generation))
+
+    before = generation()
+    memory_id = g.put("The build uses uv", entities=("uv",))
+    assert generation() > before
+    for sql in (
+        "UPDATE memories SET pinned = 1 WHERE id = :id",
+        "DELETE FROM memory_entities WHERE memory_id = :id",
+        "UPDATE documents SET source = 'someone' WHERE ref = :id",
+        "DELETE FROM memories WHERE id = :id",
+        "DELETE FROM documents WHERE ref = :id",
+    ):
+        before = generation()
+        g.store.write(lambda w, sql=sql: w.execute(sql, {"id": memory_id}))
+        assert generation() > before, sql
+
+
+def test_a_memory_made_anothers_by_another_process_leaves_the_next_recall(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "m.db")
+    graph = make_graph(store, embedder=HashingEmbedder())
+    memory_id = graph.put("The build uses uv, not pip")
+    graph.engine.embed_pending()
+    assert [h["id"] for h in graph.recall.recall("which build tool", PROV)["memories"]] == [memory_id]
+    other = open_store(tmp_path / "m.db")
+    other.write(lambda w: w.execute("UPDATE memories SET owner = 'ben' WHERE id = :id", {"id": memory_id}))
+    assert graph.recall.recall("which build tool", PROV)["memories"] == []
+    other.close()
+    store.close()

@@ -14,7 +14,7 @@ from threadloom.search.engine import SearchEngine, SearchTuning
 from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document, Filters
 from threadloom.search.query import name_forms, without_names
-from threadloom.store import terms
+from threadloom.store import documents, terms
 from threadloom.store.sqlite import SqliteStore, open_store
 
 
@@ -170,6 +170,38 @@ def test_vectors_read_while_the_question_is_embedded_rank_as_a_read_after_it_doe
         assert "d8" not in {h.ref for h in prefetched.hits}
         assert all(h.project == "P" for h in prefetched.hits) or filters == Filters()
     assert "dense" in prefetched.signals
+
+
+def test_kept_candidates_follow_every_write_from_another_process(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A small store's candidates are kept between searches; a write through another connection (as
+    another process's) shows in the very next search."""
+    here, there = open_store(tmp_path / "k.db"), open_store(tmp_path / "k.db")
+    embedder = HashingEmbedder()
+    engine = SearchEngine(here, embedder, SearchTuning(weights=FusionWeights(lexical=0.0)))
+    other = SearchEngine(there, embedder)
+    add(engine, here, Document("note", "a", "car wash", source="ann"), Document("note", "b", "lunch menu"))
+    engine.embed_pending()
+    reads: list[int] = []
+    read_vectors = documents.vectors_of
+    monkeypatch.setattr(documents, "vectors_of", lambda *a: reads.append(1) or read_vectors(*a))
+
+    def refs(filters: Filters | None = None) -> list[str]:
+        return [h.ref for h in engine.search("car wash bay", filters).hits]
+
+    assert refs()[0] == "a" and refs()[0] == "a"
+    assert len(reads) == 1  # the second search read no vector
+    add(other, there, Document("note", "a", "car wash", source="bob"))  # the same text: its vector stays current
+    assert "a" not in refs(Filters(sources=("ann",))) and refs(Filters(sources=("bob",))) == ["a"]
+    add(other, there, Document("note", "c", "automobile wash bay"))  # synonyms: as the question
+    other.embed_pending()
+    assert refs()[0] == "c"
+    there.write(lambda w: other.remove(w, "note", "c"))
+    assert refs()[0] == "a"
+    assert len(reads) == 5
+    here.close()
+    there.close()
 
 
 def test_a_weak_dense_match_under_the_floor_is_dropped(store: SqliteStore) -> None:

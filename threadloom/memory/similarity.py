@@ -76,7 +76,8 @@ class SimilarityFinder:
         stored: dict[int, bytes] = {}
         if vector is not None and embedder is not None and hits:
             ids = [h.doc_id for h in hits]
-            stored = dict(self._store.read(lambda r: documents.vectors_of(r, embedder.fingerprint, ids, filters)))
+            rows = self._store.read(lambda r: documents.vectors_of(r, embedder.fingerprint, ids, filters))
+            stored = {row[0]: row[1] for row in rows}
         found = []
         for hit in hits:
             if hit.doc_id in stored and vector is not None:

@@ -21,7 +21,7 @@ from threadloom.search.embedder import Embedder
 from threadloom.search.fusion import FusionWeights, fuse
 from threadloom.search.model import MAX_LIMIT, Document, Filters, Hit, SearchResult
 from threadloom.search.query import MAX_QUERY_CHARS, analyse, name_forms, without_names
-from threadloom.search.vector_index import DenseIndex
+from threadloom.search.vector_index import DenseIndex, Prefetched
 from threadloom.store import documents
 from threadloom.store.base import Reader, Store, Writer
 
@@ -110,16 +110,16 @@ class SearchEngine:
             scored: dict[str, Sequence[tuple[int, float]]] = {}
             signals = []
             facts: dict[int, tuple[int, str | None, str | None]] = {}
+            prefetched = None
+            if pending is not None and embedder is not None:  # while the model still works on the question
+                prefetched = self._dense_index.prefetch(r, embedder.fingerprint, filters)
+                if prefetched is not None:  # a small store: every candidate's vector and facts
+                    facts = dict(prefetched.facts)
             if tuning.weights.lexical > 0:
                 scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates, max_terms)
                 signals.append("lexical")
-                if pending is not None:  # while the model still works on the question
-                    facts = documents.facts(r, [i for i, _ in scored["lexical"]])
-            prefetched = None
-            if pending is not None and embedder is not None:
-                prefetched = self._dense_index.prefetch(r, embedder.fingerprint, filters)
-                if prefetched:  # a small store: the facts of every candidate, too, while the model works
-                    facts |= documents.facts(r, [i for i, _ in prefetched if i not in facts])
+                if pending is not None:
+                    facts |= documents.facts(r, [i for i, _ in scored["lexical"] if i not in facts])
             query_vector = pending.result() if pending is not None else vector
             if query_vector is not None and embedder is not None and tuning.weights.dense > 0:
                 scored["dense"] = self._dense(r, embedder.fingerprint, query_vector, filters, prefetched)
@@ -143,8 +143,7 @@ class SearchEngine:
                 signals.append("context")
             if tuning.thread_prior and scores:
                 facts |= documents.facts(r, [i for i in scores if i not in facts])
-                threads = {i: thread for i, (_, _, thread) in facts.items()}
-                if _lift_by_thread(scores, why, threads, tuning.thread_prior):
+                if _lift_by_thread(scores, why, facts, tuning.thread_prior):
                     signals.append("thread")
             top = _best(scores, limit)
             hits = _hits(r, top, scores, why)
@@ -160,7 +159,7 @@ class SearchEngine:
         fingerprint: str,
         query_vector: object,
         filters: Filters,
-        prefetched: list[tuple[int, bytes]] | None = None,
+        prefetched: Prefetched | None = None,
     ) -> list[tuple[int, float]]:
         floor = self.tuning.dense_floor
         if floor is None:
@@ -268,22 +267,24 @@ def _spread_context(
 
 
 def _lift_by_thread(
-    scores: dict[int, float], why: dict[int, dict[str, float]], threads: dict[int, str | None], weight: float
+    scores: dict[int, float],
+    why: dict[int, dict[str, float]],
+    facts: dict[int, tuple[int, str | None, str | None]],
+    weight: float,
 ) -> bool:
     """Add `weight` x the best score in each document's thread (relative to the best overall), so the turns
     of a conversation that matches well as a whole rise together. A document without a thread is its own,
     so threaded ones gain no edge from having one. Whether any document had a thread."""
+    groups = {doc_id: facts[doc_id][2] or doc_id for doc_id in scores}
     best: dict[str | int, float] = {}
-    for doc_id, score in scores.items():
-        group = threads.get(doc_id) or doc_id
-        best[group] = max(best.get(group, 0.0), score)
-    top = max(best.values(), default=0.0) or 1.0
+    for doc_id, group in groups.items():
+        best[group] = max(best.get(group, 0.0), scores[doc_id])
+    scale = weight / (max(best.values(), default=0.0) or 1.0)
     threaded = False
-    for doc_id in scores:
-        thread = threads.get(doc_id)
-        lift = weight * best[thread or doc_id] / top
+    for doc_id, group in groups.items():
+        lift = scale * best[group]
         scores[doc_id] += lift
-        if thread:
+        if group != doc_id:
             why.setdefault(doc_id, {})["thread"] = lift
             threaded = True
     return threaded

@@ -22,26 +22,26 @@ class FusionWeights:
     source_boost: float = 0.3  # added to a document whose source (speaker, author) the question names
 
 
-def normalise(scored: Sequence[tuple[int, float]]) -> dict[int, float]:
-    """Min-max to [0, 1]; a single candidate, or all equal, scores 1."""
-    if not scored:
-        return {}
-    values = [s for _, s in scored]
-    low, high = min(values), max(values)
-    span = high - low
-    return {doc_id: (1.0 if span == 0 else (score - low) / span) for doc_id, score in scored}
-
-
 def fuse(
     scored: Mapping[str, Sequence[tuple[int, float]]], weights: Mapping[str, float]
 ) -> tuple[dict[int, float], dict[int, dict[str, float]]]:
     """Fused scores per document, and each document's normalised score per signal, for explanations
-    (rounded only for the hits returned)."""
+    (rounded only for the hits returned). Each signal is min-max normalised to [0, 1] over its own
+    candidates; a single candidate, or all equal, scores 1."""
     scores: dict[int, float] = {}
     why: dict[int, dict[str, float]] = {}
     for signal, pairs in scored.items():
+        if not pairs:
+            continue
         weight = weights.get(signal, 0.0)
-        for doc_id, value in normalise(pairs).items():
+        values = [score for _, score in pairs]
+        low = min(values)
+        span = max(values) - low
+        for doc_id, score in pairs:
+            value = 1.0 if span == 0 else (score - low) / span
             scores[doc_id] = scores.get(doc_id, 0.0) + weight * value
-            why.setdefault(doc_id, {})[signal] = value
+            if doc_id in why:
+                why[doc_id][signal] = value
+            else:
+                why[doc_id] = {signal: value}
     return scores, why

@@ -10,11 +10,17 @@ applied in that same read. A deleted or changed document therefore never surface
 from a stale code. Small candidate sets (a small store, or a selective filter) skip the
 codes and are scored exactly. A broad filter (a recall's scope: the user's and project's
 memories) is checked on the nearest codes only, rather than listing every document it passes.
+
+A small store's candidates do not depend on the question, so they are read while the model
+embeds it (`prefetch`), and kept for the next search until any process writes something they
+depend on (the store's search generation changes, migration m013).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from threadloom.search.model import Filters
@@ -30,6 +36,7 @@ OVERSAMPLE = 2  # codes keep this many times the wanted candidates for exact re-
 MIN_RESCORE = 400
 SAMPLE = 2  # filtered: up to this many times the wanted codes, nearest first, are tried before listing
 LOAD_BATCH = 20_000
+KEPT_FILTERS = 4  # the prefetched candidates of this many filter sets are kept, at most 6 MB each
 
 
 class SignCodes:
@@ -97,7 +104,7 @@ def _nearest_passing(
     while len(found) < want and looked < len(nearest):
         part = nearest[looked : looked + want - len(found)]
         looked += len(part)
-        got = dict(documents.vectors_of(r, fingerprint, part, filters))
+        got = {row[0]: row[1] for row in documents.vectors_of(r, fingerprint, part, filters)}
         found += [(i, got[i]) for i in part if i in got]
     # Few passing means a selective filter, whose few documents are better scored exactly.
     if len(found) < want or len(codes.ids) * len(found) <= EXACT_LIMIT * looked:
@@ -105,10 +112,22 @@ def _nearest_passing(
     return found
 
 
-def _matrix(rows: list[tuple[int, bytes]]) -> Any:
+def _matrix(vectors: list[bytes]) -> Any:
     import numpy as np
 
-    return np.frombuffer(b"".join(v for _, v in rows), dtype=np.float32).reshape(len(rows), -1)
+    if not vectors:
+        return np.zeros((0, 0), dtype=np.float32)
+    return np.frombuffer(b"".join(vectors), dtype=np.float32).reshape(len(vectors), -1)
+
+
+@dataclass(frozen=True)
+class Prefetched:
+    """Every candidate of a small store, read while the model embeds the question: the vectors as one
+    matrix (row n is `ids[n]`), and each document's facts (when, source, thread; see `documents.facts`)."""
+
+    ids: list[int]
+    matrix: Any
+    facts: dict[int, tuple[int, str | None, str | None]]
 
 
 class DenseIndex:
@@ -116,15 +135,31 @@ class DenseIndex:
 
     def __init__(self) -> None:
         self._codes: SignCodes | None = None
+        self._kept: dict[tuple[str, Filters], tuple[int, Prefetched]] = {}
         self._lock = threading.Lock()
 
-    def prefetch(self, r: Reader, fingerprint: str, filters: Filters) -> list[tuple[int, bytes]] | None:
-        """Every candidate's vector, when which documents are candidates does not depend on the query (a
-        store of up to EXACT_LIMIT vectors), so that they are read while the model still embeds it."""
+    def prefetch(self, r: Reader, fingerprint: str, filters: Filters) -> Prefetched | None:
+        """Every candidate, when which documents are candidates does not depend on the query (a store of
+        up to EXACT_LIMIT vectors), so that they are read while the model still embeds it."""
+        key = (fingerprint, filters)
+        generation = documents.generation(r)
+        with self._lock:
+            kept = self._kept.get(key)
+        if kept is not None and kept[0] == generation:
+            return kept[1]
         codes = self._current(r, fingerprint)
         if len(codes.ids) > EXACT_LIMIT:
             return None
-        return documents.vectors_of(r, fingerprint, codes.ids.tolist(), filters)
+        rows = documents.vectors_of(r, fingerprint, codes.ids.tolist(), filters)
+        found = Prefetched(
+            [row[0] for row in rows], _matrix([row[1] for row in rows]), {row[0]: row[2:] for row in rows}
+        )
+        with self._lock:
+            self._kept.pop(key, None)
+            while len(self._kept) >= KEPT_FILTERS:
+                del self._kept[next(iter(self._kept))]
+            self._kept[key] = (generation, found)
+        return found
 
     def search(
         self,
@@ -134,7 +169,7 @@ class DenseIndex:
         filters: Filters,
         depth: int,
         floor: float,
-        prefetched: list[tuple[int, bytes]] | None = None,
+        prefetched: Prefetched | None = None,
     ) -> list[tuple[int, float]]:
         """The `depth` nearest documents passing `filters` at or above `floor`; `prefetched` is what
         `prefetch` read for the same fingerprint and filters in the same read transaction."""
@@ -142,7 +177,7 @@ class DenseIndex:
 
         query = np.asarray(query, dtype=np.float32)
         if prefetched is not None:
-            return _exact(prefetched, query, depth, floor)
+            return _nearest(prefetched.ids, prefetched.matrix, query, depth, floor)
         want = max(MIN_RESCORE, depth * OVERSAMPLE)
         codes = self._current(r, fingerprint)
         if filters != Filters() and len(codes.ids) > EXACT_LIMIT:
@@ -169,7 +204,7 @@ class DenseIndex:
                 codes = self._codes = SignCodes(fingerprint)
             # New vectors have higher doc ids than any coded one; an index seek finds them, or nothing.
             while batch := documents.vector_batch(r, fingerprint, codes.last_id, LOAD_BATCH):
-                codes.add([i for i, _ in batch], _matrix(batch))
+                codes.add([i for i, _ in batch], _matrix([v for _, v in batch]))
             return codes
 
     def forget(self) -> None:
@@ -177,15 +212,21 @@ class DenseIndex:
         until then (its exact re-scoring always uses the current vector), so call this after a reindex."""
         with self._lock:
             self._codes = None
+            self._kept.clear()
 
 
-def _exact(rows: list[tuple[int, bytes]], query: Any, depth: int, floor: float) -> list[tuple[int, float]]:
+def _exact(rows: Sequence[tuple[Any, ...]], query: Any, depth: int, floor: float) -> list[tuple[int, float]]:
+    return _nearest([row[0] for row in rows], _matrix([row[1] for row in rows]), query, depth, floor)
+
+
+def _nearest(ids: list[int], matrix: Any, query: Any, depth: int, floor: float) -> list[tuple[int, float]]:
+    """The `depth` rows of `matrix` most similar to `query`, best first, as (id, cosine) at or above `floor`."""
     import numpy as np
 
-    if not rows:
+    if not ids:
         return []
-    sims = _matrix(rows) @ query
-    depth = min(depth, len(rows))
+    sims = matrix @ query
+    depth = min(depth, len(ids))
     best = np.argpartition(-sims, depth - 1)[:depth]
     best = best[np.argsort(-sims[best])]
-    return [(rows[i][0], float(sims[i])) for i in best if sims[i] >= floor]
+    return [(ids[i], s) for i, s in zip(best.tolist(), sims[best].tolist(), strict=True) if s >= floor]

@@ -323,17 +323,6 @@ def put_vector(w: Writer, doc_id: int, fingerprint: str, digest: str, vector: by
     )
 
 
-def vectors(r: Reader, fingerprint: str, filters: Filters) -> list[tuple[int, bytes]]:
-    """Current vectors of one fingerprint for the documents that pass the filters."""
-    where, params = filter_sql(filters)
-    rows = r.tuples(
-        "SELECT v.doc_id, v.vector FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
-        f"WHERE v.fingerprint = :fp AND v.content_hash = d.content_hash AND {where}",
-        params | {"fp": fingerprint},
-    )
-    return [(int(i), bytes(v)) for i, v in rows]
-
-
 def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0, changed_since: int = 0) -> list[Row]:
     """Documents without a current vector of this fingerprint, in id order (resumable), each with the
     end of the one before it in its thread and kind as `context` (None when it has none).
@@ -377,18 +366,27 @@ def vector_batch(r: Reader, fingerprint: str, after_id: int, limit: int) -> list
     return [(int(i), bytes(v)) for i, v in rows]
 
 
-def vectors_of(r: Reader, fingerprint: str, ids: Sequence[int], filters: Filters) -> list[tuple[int, bytes]]:
-    """Current vectors of the given documents that pass the filters (deleted or changed ones drop out)."""
+def vectors_of(
+    r: Reader, fingerprint: str, ids: Sequence[int], filters: Filters
+) -> list[tuple[int, bytes, int, str | None, str | None]]:
+    """Current vectors of the given documents that pass the filters (deleted or changed ones drop out),
+    each with its document's facts (see `facts`)."""
     where, params = filter_sql(filters)
     # From the id list by primary key, as in `passing`: with `d.id IN (...)` beside a kind filter, SQLite
     # scanned every document of the kind instead (3x slower for 600 ids among 10k memories).
     rows = r.tuples(
-        "SELECT d.id, v.vector FROM json_each(:ids) j CROSS JOIN documents d ON d.id = j.value "
+        "SELECT d.id, v.vector, COALESCE(d.occurred_at, d.created_at), d.source, d.thread "
+        "FROM json_each(:ids) j CROSS JOIN documents d ON d.id = j.value "
         "CROSS JOIN document_vectors v ON v.doc_id = d.id AND v.fingerprint = :fp AND v.content_hash = d.content_hash "
         f"WHERE {where}",
         params | {"ids": json.dumps(list(ids)), "fp": fingerprint},
     )
-    return [(int(i), bytes(v)) for i, v in rows]
+    return [(int(i), bytes(v), int(at), source, thread) for i, v, at, source, thread in rows]
+
+
+def generation(r: Reader) -> int:
+    """A number that changes with every write to what a search's candidates depend on (migration m013)."""
+    return int(r.scalar("SELECT value FROM search_generation"))
 
 
 def filtered_ids(r: Reader, filters: Filters, cap: int) -> list[int]:

@@ -341,6 +341,31 @@ M012_TASK_USAGE = Migration(
     """,
 )
 
+# Everything a search's candidates depend on: a document's columns (not its insert: it has no vector
+# yet), its vectors, and the memory columns and entities that memory filters read.
+_GENERATION_TRIGGERS = "\n".join(
+    f"CREATE TRIGGER {table}_{event.lower()}_generation AFTER {event} ON {table} "
+    "BEGIN UPDATE search_generation SET value = value + 1; END;"
+    for table, events in (
+        ("documents", ("UPDATE", "DELETE")),
+        ("document_vectors", ("INSERT", "UPDATE", "DELETE")),
+        ("memories", ("INSERT", "UPDATE", "DELETE")),
+        ("memory_entities", ("INSERT", "UPDATE", "DELETE")),
+    )
+    for event in events
+)
+
+M013_SEARCH_GENERATION = Migration(
+    "m013_search_generation",
+    """
+    -- Changes with every write a search's candidates depend on, in any process: a small store's
+    -- candidates are kept in memory for as long as it stays the same (search/vector_index.py).
+    CREATE TABLE search_generation (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+    INSERT INTO search_generation (id, value) VALUES (1, 0);
+    """
+    + _GENERATION_TRIGGERS,
+)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -354,6 +379,7 @@ MIGRATIONS: Sequence[Migration] = (
     M010_SIGNALS,
     M011_TASKS,
     M012_TASK_USAGE,
+    M013_SEARCH_GENERATION,
 )
 
 BOOTSTRAP_SQL = """
