@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -26,6 +27,7 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from threadloom.config import LOCAL_EMBEDDER_THREADS
 from threadloom.memory.model import Edge
 from threadloom.memory.similarity import link_floor
 from threadloom.search.embedder import Embedder
@@ -123,6 +125,10 @@ class CachedEmbedder:
         return self.inner.dimension
 
     @property
+    def uses_every_core(self) -> bool:
+        return self.inner.uses_every_core
+
+    @property
     def dense_floor(self) -> float:
         return self.inner.dense_floor
 
@@ -156,12 +162,12 @@ class CachedEmbedder:
         self._np.savez(self._path, **self._cache)  # type: ignore[arg-type]
 
 
-def make_embedder(name: str, cache: Path | None) -> Embedder | None:
+def make_embedder(name: str, cache: Path | None, threads: int) -> Embedder | None:
     if name == "none":
         return None
     from threadloom.search.embedders import local_embedder
 
-    inner = local_embedder(threads=1)
+    inner = local_embedder(threads)
     return CachedEmbedder(inner, cache) if cache else inner
 
 
@@ -212,9 +218,15 @@ def link_like_auto_link(store: SqliteStore, embedder: Embedder, docs: list[Docum
 
 
 def run(
-    data: Path, embedder_name: str, cache: Path | None, tuned: SearchTuning, splits: tuple[str, ...], links: bool
+    data: Path,
+    embedder_name: str,
+    cache: Path | None,
+    tuned: SearchTuning,
+    splits: tuple[str, ...],
+    links: bool,
+    threads: int,
 ) -> dict[str, dict[str, Tally]]:
-    embedder = make_embedder(embedder_name, cache)
+    embedder = make_embedder(embedder_name, cache, threads)
     results: dict[str, dict[str, Tally]] = defaultdict(dict)
     ingest_s = embed_s = 0.0
     n_turns = n_edges = 0
@@ -300,6 +312,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=Path(__file__).resolve().parents[2] / "shared/data/locomo10")
     parser.add_argument("--embedder", choices=["none", "local"], default="none")
+    parser.add_argument("--threads", type=int, default=LOCAL_EMBEDDER_THREADS, help="compute threads of the model")
     parser.add_argument("--cache", type=Path, default=None, help="reuse vectors across runs from this folder")
     parser.add_argument("--split", choices=["dev", "test", "both"], default="both", help="tune on dev only")
     defaults = SearchTuning()
@@ -330,7 +343,9 @@ def main() -> None:
     )
     splits = ("dev", "test") if args.split == "both" else (args.split,)
     print(f"threadloom tuning: {tuned}")
-    report(run(args.data, args.embedder, args.cache, tuned, splits, args.links))
+    if args.embedder == "local":
+        print(f"model threads: {args.threads} on {os.cpu_count()} cores")
+    report(run(args.data, args.embedder, args.cache, tuned, splits, args.links, args.threads))
 
 
 if __name__ == "__main__":

@@ -119,7 +119,7 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
         if embedder_name == "local":
             from threadloom.search.embedders import local_embedder
 
-            embedder = local_embedder(threads=1)
+            embedder = local_embedder()
         engine = SearchEngine(store, embedder)
         config = ScoringConfig()
         service = MemoryService(store, engine, "bench", config)

@@ -61,6 +61,10 @@ class FixedQueries:
         return DIM
 
     @property
+    def uses_every_core(self) -> bool:
+        return False
+
+    @property
     def dense_floor(self) -> float:
         return 0.0
 
@@ -196,7 +200,7 @@ def query_embedding_ms(queries: int) -> tuple[float, float] | None:
     try:
         from threadloom.search.embedders import local_embedder
 
-        model = local_embedder(threads=1)
+        model = local_embedder()
     except Exception:  # noqa: BLE001 - the model is optional here
         return None
     model.embed_query("warm up")

@@ -32,6 +32,10 @@ class HashingEmbedder:
         return self._dimension
 
     @property
+    def uses_every_core(self) -> bool:
+        return False
+
+    @property
     def dense_floor(self) -> float:
         return 0.0
 

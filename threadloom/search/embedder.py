@@ -33,6 +33,12 @@ class Embedder(Protocol):
         """Cosine under which a match is noise for this model (calibrated per model; 0 keeps everything)."""
         ...
 
+    @property
+    def uses_every_core(self) -> bool:
+        """Whether embedding keeps every core of this machine busy (a local model on all of them): a search
+        then embeds its question before its other work rather than beside it, which would slow both."""
+        ...
+
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         """One unit vector per text, shape (len(texts), dimension)."""
         ...

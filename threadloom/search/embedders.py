@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from importlib.util import find_spec
 from typing import TYPE_CHECKING, Any
 
+from threadloom.config import LOCAL_EMBEDDER_THREADS
 from threadloom.errors import ConfigError
 from threadloom.search.embedder import Embedder, fingerprint
 
@@ -58,6 +59,10 @@ class OpenAICompatibleEmbedder:
     @property
     def dimension(self) -> int:
         return self._dimension
+
+    @property
+    def uses_every_core(self) -> bool:
+        return False
 
     @property
     def dense_floor(self) -> float:
@@ -105,7 +110,7 @@ def configured_embedder(settings: Settings) -> Embedder | None:
     return None
 
 
-def local_embedder(threads: int = 1) -> Embedder:
+def local_embedder(threads: int = LOCAL_EMBEDDER_THREADS) -> Embedder:
     from threadloom.search.local_model import LocalE5
 
     return LocalE5(threads)

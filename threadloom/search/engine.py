@@ -101,17 +101,22 @@ class SearchEngine:
             named = self._store.read(partial(documents.sources_named, terms=name_forms(query.terms)))
         pending: Future[Matrix] | None = None
         if vector is None and embedder is not None and tuning.weights.dense > 0:
-            # The model (it releases the GIL) embeds the question while full-text search runs. Names of
-            # sources are left to the source signal: in a small model they outweigh what is asked about
-            # (dense R@10 +6.2 on the LoCoMo dev split without them).
-            pending = _EMBEDDING.submit(embedder.embed_query, without_names(query.text, named))
+            # The model (it releases the GIL) embeds the question while full-text search runs, unless it keeps
+            # every core busy already. Names of sources are left to the source signal: in a small model they
+            # outweigh what is asked about (dense R@10 +6.2 on the LoCoMo dev split without them).
+            question = without_names(query.text, named)
+            if embedder.uses_every_core:
+                pending = Future()
+                pending.set_result(embedder.embed_query(question))
+            else:
+                pending = _EMBEDDING.submit(embedder.embed_query, question)
 
         def read(r: Reader) -> SearchResult:
             scored: dict[str, Sequence[tuple[int, float]]] = {}
             signals = []
             facts: dict[int, tuple[int, str | None, str | None]] = {}
             prefetched = None
-            if pending is not None and embedder is not None:  # while the model still works on the question
+            if pending is not None and embedder is not None:  # while the model works on the question, beside
                 prefetched = self._dense_index.prefetch(r, embedder.fingerprint, filters)
                 if prefetched is not None:  # a small store: every candidate's vector and facts
                     facts = dict(prefetched.facts)
