@@ -116,7 +116,7 @@ class SearchEngine:
             signals = []
             facts: dict[int, tuple[int, str | None, str | None]] = {}
             prefetched = None
-            if pending is not None and embedder is not None:  # while the model works on the question, beside
+            if pending is not None and embedder is not None:  # beside the model, when it runs beside
                 prefetched = self._dense_index.prefetch(r, embedder.fingerprint, filters)
                 if prefetched is not None:  # a small store: every candidate's vector and facts
                     facts = dict(prefetched.facts)

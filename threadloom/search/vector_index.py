@@ -11,9 +11,9 @@ from a stale code. Small candidate sets (a small store, or a selective filter) s
 codes and are scored exactly. A broad filter (a recall's scope: the user's and project's
 memories) is checked on the nearest codes only, rather than listing every document it passes.
 
-A small store's candidates do not depend on the question, so they are read while the model
-embeds it (`prefetch`), and kept for the next search until any process writes something they
-depend on (the store's search generation changes, migration m013).
+A small store's candidates do not depend on the question, so they are read before its vector is
+known (`prefetch`: beside the model, when it runs beside), and kept for the next search until any
+process writes something they depend on (the store's search generation changes, migration m013).
 """
 
 from __future__ import annotations
@@ -122,7 +122,7 @@ def _matrix(vectors: list[bytes]) -> Any:
 
 @dataclass(frozen=True)
 class Prefetched:
-    """Every candidate of a small store, read while the model embeds the question: the vectors as one
+    """Every candidate of a small store, read before the question's vector is known: the vectors as one
     matrix (row n is `ids[n]`), and each document's facts (when, source, thread; see `documents.facts`)."""
 
     ids: list[int]
@@ -140,7 +140,7 @@ class DenseIndex:
 
     def prefetch(self, r: Reader, fingerprint: str, filters: Filters) -> Prefetched | None:
         """Every candidate, when which documents are candidates does not depend on the query (a store of
-        up to EXACT_LIMIT vectors), so that they are read while the model still embeds it."""
+        up to EXACT_LIMIT vectors); None otherwise. Kept until the store's search generation moves."""
         key = (fingerprint, filters)
         generation = documents.generation(r)
         with self._lock:
