@@ -1,10 +1,12 @@
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -185,7 +187,12 @@ def test_kept_candidates_follow_every_write_from_another_process(
     engine.embed_pending()
     reads: list[int] = []
     read_vectors = documents.vectors_of
-    monkeypatch.setattr(documents, "vectors_of", lambda *a: reads.append(1) or read_vectors(*a))
+
+    def counted(*args: Any) -> Any:
+        reads.append(1)
+        return read_vectors(*args)
+
+    monkeypatch.setattr(documents, "vectors_of", counted)
 
     def refs(filters: Filters | None = None) -> list[str]:
         return [h.ref for h in engine.search("car wash bay", filters).hits]
@@ -202,6 +209,34 @@ def test_kept_candidates_follow_every_write_from_another_process(
     assert len(reads) == 5
     here.close()
     there.close()
+
+
+class BusyEmbedder(HashingEmbedder):
+    """As a local model on every core: records which thread embedded each question."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: list[str] = []
+
+    @property
+    def uses_every_core(self) -> bool:
+        return True
+
+    def embed_query(self, text: str) -> Any:
+        self.threads.append(threading.current_thread().name)
+        return super().embed_query(text)
+
+
+def test_a_model_on_every_core_embeds_the_question_first_and_ranks_the_same(store: SqliteStore) -> None:
+    beside, busy = HashingEmbedder(), BusyEmbedder()
+    engine = SearchEngine(store, busy)
+    words = [f"{WORDS[i % 7]} {WORDS[(i // 7) % 7]} car" for i in range(40)]
+    add(engine, store, *[Document("note", f"d{i}", text, thread=f"t{i % 3}") for i, text in enumerate(words)])
+    engine.embed_pending()
+    for question in ("bravo charlie", "automobile delta", "echo"):
+        expected = [(h.ref, h.score) for h in SearchEngine(store, beside).search(question, limit=15).hits]
+        assert [(h.ref, h.score) for h in engine.search(question, limit=15).hits] == expected
+    assert busy.threads == [threading.current_thread().name] * 3
 
 
 def test_a_weak_dense_match_under_the_floor_is_dropped(store: SqliteStore) -> None:
