@@ -28,6 +28,7 @@ from measure import pct, peak_rss_mb, rss_mb
 from memory_data import memories, queries
 
 from threadloom.clock import now_ms
+from threadloom.config import LOCAL_EMBEDDER_THREADS
 from threadloom.identity import Provenance
 from threadloom.memory.model import NewMemory, content_digest, memory_document, new_memory_id
 from threadloom.memory.recall import MemoryRecall
@@ -183,7 +184,8 @@ def run_papez(python: str, n: int, n_queries: int) -> dict[str, Any]:
         q_file.write_text("\n".join(queries(n_queries)) + "\n")
         done = subprocess.run(
             [python, str(ROOT / "bench/papez_driver.py"), "--memories", str(mem_file), "--queries", str(q_file),
-             "--persist", str(Path(tmp) / "papez.json"), "--torch-threads", "1"],  # 1 thread, as threadloom's model
+             "--persist", str(Path(tmp) / "papez.json"),
+             "--torch-threads", str(LOCAL_EMBEDDER_THREADS)],  # as many threads as threadloom's model
             capture_output=True, text=True, check=False,
         )  # fmt: skip
         if done.returncode != 0:

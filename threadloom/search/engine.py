@@ -100,6 +100,7 @@ class SearchEngine:
         if tuning.weights.source_boost:
             named = self._store.read(partial(documents.sources_named, terms=name_forms(query.terms)))
         pending: Future[Matrix] | None = None
+        lexical: Future[list[tuple[int, float]]] | None = None
         if vector is None and embedder is not None and tuning.weights.dense > 0:
             # The model (it releases the GIL) embeds the question while full-text search runs, unless it keeps
             # every core busy already. Names of sources are left to the source signal: in a small model they
@@ -108,6 +109,17 @@ class SearchEngine:
             if embedder.uses_every_core:
                 pending = Future()
                 pending.set_result(embedder.embed_query(question))
+                if tuning.weights.lexical > 0:  # the cores are free again: full-text beside the dense search
+                    lexical = _EMBEDDING.submit(
+                        self._store.read,
+                        partial(
+                            documents.lexical,
+                            terms=query.terms,
+                            filters=filters,
+                            limit=tuning.candidates,
+                            max_terms=max_terms,
+                        ),
+                    )
             else:
                 pending = _EMBEDDING.submit(embedder.embed_query, question)
 
@@ -121,14 +133,17 @@ class SearchEngine:
                 if prefetched is not None:  # a small store: every candidate's vector and facts
                     facts = dict(prefetched.facts)
             if tuning.weights.lexical > 0:
-                scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates, max_terms)
                 signals.append("lexical")
-                if pending is not None:
-                    facts |= documents.facts(r, [i for i, _ in scored["lexical"] if i not in facts])
+                if lexical is None:
+                    scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates, max_terms)
+                    if pending is not None:
+                        facts |= documents.facts(r, [i for i, _ in scored["lexical"] if i not in facts])
             query_vector = pending.result() if pending is not None else vector
             if query_vector is not None and embedder is not None and tuning.weights.dense > 0:
                 scored["dense"] = self._dense(r, embedder.fingerprint, query_vector, filters, prefetched)
                 signals.append("dense")
+            if lexical is not None:  # its own snapshot, begun as this one was
+                scored = {"lexical": lexical.result(), **scored}
             weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}
             scores, why = fuse(scored, weights)
             if tuning.weights.graph > 0 and scores and _activate_graph(r, scores, why, tuning, filters):
