@@ -99,6 +99,9 @@ class SearchEngine:
         named: set[str] = set()
         if tuning.weights.source_boost:
             named = self._store.read(partial(documents.sources_named, terms=name_forms(query.terms)))
+        full_text = partial(
+            documents.lexical, terms=query.terms, filters=filters, limit=tuning.candidates, max_terms=max_terms
+        )
         pending: Future[Matrix] | None = None
         lexical: Future[list[tuple[int, float]]] | None = None
         if vector is None and embedder is not None and tuning.weights.dense > 0:
@@ -110,16 +113,7 @@ class SearchEngine:
                 pending = Future()
                 pending.set_result(embedder.embed_query(question))
                 if tuning.weights.lexical > 0:  # the cores are free again: full-text beside the dense search
-                    lexical = _EMBEDDING.submit(
-                        self._store.read,
-                        partial(
-                            documents.lexical,
-                            terms=query.terms,
-                            filters=filters,
-                            limit=tuning.candidates,
-                            max_terms=max_terms,
-                        ),
-                    )
+                    lexical = _EMBEDDING.submit(self._store.read, full_text)
             else:
                 pending = _EMBEDDING.submit(embedder.embed_query, question)
 
@@ -135,7 +129,7 @@ class SearchEngine:
             if tuning.weights.lexical > 0:
                 signals.append("lexical")
                 if lexical is None:
-                    scored["lexical"] = documents.lexical(r, query.terms, filters, tuning.candidates, max_terms)
+                    scored["lexical"] = full_text(r)
                     if pending is not None:
                         facts |= documents.facts(r, [i for i, _ in scored["lexical"] if i not in facts])
             query_vector = pending.result() if pending is not None else vector

@@ -47,12 +47,12 @@ class LocalE5:
         self._positions = self._file.vector("emb.pos").reshape(shape.max_positions, shape.hidden)
         self._token_type = self._file.vector("emb.type")[: shape.hidden]
         self._window = shape.max_positions - 2
-        self._threads = threads
+        self._threads = threads = min(threads, os.cpu_count() or 1)  # more threads than cores only wait
         options = onnxruntime.SessionOptions()
         options.intra_op_num_threads = threads
         options.inter_op_num_threads = 1
         # Between operators a worker spins rather than sleeps: a sleeping one made two threads no faster than
-        # one here, as each of the ~200 small operators per run paid a wake-up.
+        # one here, as each of the ~200 small operators per run paid a wake-up. Spinning stops with each run.
         options.add_session_config_entry("session.intra_op.allow_spinning", "1" if threads > 1 else "0")
         options.add_session_config_entry("session.force_spinning_stop", "1")
         options.log_severity_level = 3
@@ -81,7 +81,7 @@ class LocalE5:
 
     @property
     def uses_every_core(self) -> bool:
-        return self._threads >= (os.cpu_count() or 1)
+        return self._threads == (os.cpu_count() or 1)
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
         return self._embed([f"passage: {text}" for text in texts])
