@@ -42,7 +42,7 @@ from threadloom.store import memories as mem_store
 from threadloom.store.base import Writer
 from threadloom.store.sqlite import open_store
 
-PROV = Provenance(session_id="bench", vendor="other", project="/bench")
+PROV = Provenance(session_id="bench", vendor="other", project="/bench", user="bench")
 ROOT = Path(__file__).resolve().parents[1]
 BULK_ABOVE = 20_000  # larger sizes are bulk-loaded, then the last `--measured-stores` go through the service
 
@@ -98,7 +98,7 @@ def bulk_insert(w: Writer, rows: list[dict[str, object]]) -> None:
         values = {
             "id": memory_id, "content": new.content, "summary": None, "category": new.category, "kind": "fact",
             "entities": json.dumps(list(new.entities)), "project": PROV.project, "visibility": "private",
-            "owner": "bench", "status": "active", "pinned": 0, "core_key": None, "core_priority": None,
+            "owner": "bench", "org": "bench", "status": "active", "pinned": 0, "core_key": None, "core_priority": None,
             "session_id": PROV.session_id, "vendor": PROV.vendor, "origin": PROV.origin,
             "content_hash": content_digest(new.content), "idempotency_key": None, "created_at": now,
             "valid_from": now, "decay_score": 0.15,
@@ -123,8 +123,8 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
             embedder = local_embedder()
         engine = SearchEngine(store, embedder)
         config = ScoringConfig()
-        service = MemoryService(store, engine, "bench", config)
-        recall = MemoryRecall(store, engine, "bench", config)
+        service = MemoryService(store, engine, config)
+        recall = MemoryRecall(store, engine, config)
         bulk = max(0, n - measured) if n > BULK_ABOVE or force_bulk else 0
         started_bulk = time.perf_counter()
         for start in range(0, bulk, 5_000):

@@ -24,7 +24,7 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 
 def join(store: SqliteStore, sid: str, project: str = "/repo") -> Provenance:
-    info = SessionInfo(id=sid, vendor="claude", transport="stdio", project=project, cwd=project, pid=1)
+    info = SessionInfo(id=sid, vendor="claude", transport="stdio", project=project, cwd=project, pid=1, user="u")
     SessionService(store).open(info)
     return info.provenance()
 
@@ -89,7 +89,7 @@ def test_peers_and_catching_up_on_what_others_wrote(store: SqliteStore) -> None:
     presence = PresenceService(store)
     a, b = join(store, "a-1"), join(store, "b-1")
     assert {p["id"]: p["self"] for p in presence.peers(a)} == {"a-1": True, "b-1": False}
-    memory = MemoryService(store, SearchEngine(store), "u")
+    memory = MemoryService(store, SearchEngine(store))
     memory.store(NewMemory(content="the cache is redis"), b)
     memory.store(NewMemory(content="my own note"), a)
     peeked = presence.catch_up(a, peek=True)

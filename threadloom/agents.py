@@ -19,6 +19,9 @@ PER_SESSION_KEYS: Final[tuple[str, ...]] = (
     "THREADLOOM_TOOLSET",
     "THREADLOOM_PARENT_SESSION",  # set by threadloom for a spawned child agent: its parent's session id
 )
+# Who a session acts as. Forwarded per session like the keys above, so two agents on one daemon can be two
+# users; unlike them they may also be set machine-wide (the `.env`), as the default for sessions naming none.
+IDENTITY_KEYS: Final[tuple[str, ...]] = ("THREADLOOM_USER", "THREADLOOM_AUTHOR", "THREADLOOM_ORG")
 VENDOR_ENV_MARKERS: Final[tuple[tuple[str, Vendor], ...]] = (
     ("CLAUDECODE", "claude"),
     ("CLAUDE_CODE_ENTRYPOINT", "claude"),
@@ -33,6 +36,7 @@ VENDOR_ENV_MARKERS: Final[tuple[tuple[str, Vendor], ...]] = (
 )
 FORWARDED_ENV: Final[tuple[str, ...]] = (
     *PER_SESSION_KEYS,
+    *IDENTITY_KEYS,
     "TERM_PROGRAM",
     *(name for name, _ in VENDOR_ENV_MARKERS),
 )

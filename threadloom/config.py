@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, ValidationError
+from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from threadloom.agents import PER_SESSION_KEYS
@@ -50,6 +50,15 @@ class Settings(BaseSettings):
     write_attempts: int = Field(5, ge=1, description="Attempts of one write transaction when the store is busy.")
     http_token: SecretStr | None = Field(None, description="Bearer token required by `serve --http` when set.")
     http_allowed_origins: str = Field("", description="Extra comma-separated Origin values accepted by `serve --http`.")
+    http_roots: str = Field(
+        "", description="Comma-separated absolute folders an HTTP client may name as its root, beyond the server's own."
+    )
+    http_header_timeout: float = Field(
+        10.0, gt=0, le=300, description="Seconds an HTTP client has to send a request's headers."
+    )
+    http_max_connections: int = Field(
+        256, ge=8, le=65536, description="Connections `serve --http` holds at once (fewer if open files are short)."
+    )
     embedder: Literal["auto", "local", "openai", "none"] = Field(
         "auto", description="Vector embedder: the bundled local model when installed (auto), local, openai or none."
     )
@@ -63,6 +72,7 @@ class Settings(BaseSettings):
         default_factory=_login_name, min_length=1, max_length=100, description="Who owns the memories written here."
     )
     author: str = Field("", max_length=100, description="Author id on thread files; empty: from git config.")
+    org: str = Field("", max_length=100, description="The user's organisation (org visibility); empty: the user.")
     spawn_command: str = Field(
         "", description="Command template for spawned agents (agent=custom); `{model}` is replaced, prompt on stdin."
     )
@@ -95,6 +105,17 @@ class Settings(BaseSettings):
 
     def allowed_origins(self) -> list[str]:
         return [o.strip() for o in self.http_allowed_origins.split(",") if o.strip()]
+
+    @field_validator("http_roots")
+    @classmethod
+    def _absolute_roots(cls, value: str) -> str:
+        for root in (r.strip() for r in value.split(",")):
+            if root and not Path(root).expanduser().is_absolute():
+                raise ValueError(f"{root!r} is not an absolute path")
+        return value
+
+    def http_root_paths(self) -> list[Path]:
+        return [Path(r.strip()).expanduser() for r in self.http_roots.split(",") if r.strip()]
 
 
 def known_env_keys() -> frozenset[str]:

@@ -183,9 +183,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
     )
     search = SearchEngine(store)
     scoring = scoring_config(settings)
-    memory = MemoryService(
-        store, search, settings.user, scoring, LinkingConfig(max_auto_links=settings.memory_max_auto_links)
-    )
+    memory = MemoryService(store, search, scoring, LinkingConfig(max_auto_links=settings.memory_max_auto_links))
     threads = ThreadService(store, search, settings.author)
     return Runtime(
         settings=settings,
@@ -196,7 +194,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         search=search,
         embedder=LazyEmbedder(settings, on_ready=search.attach_embedder),
         memory=memory,
-        recall=MemoryRecall(store, search, settings.user, scoring),
+        recall=MemoryRecall(store, search, scoring),
         core=CoreMemory(store, memory),
         maintenance=Maintenance(store, scoring),
         threads=threads,

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from threadloom.clock import now_ms
+from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
 from threadloom.store.base import Store, Writer
 
@@ -23,9 +24,20 @@ class SessionInfo:
     client_version: str | None = None
     origin: str = "foreground"
     parent_id: str | None = None  # the session that spawned this one
+    user: str = ""
+    author: str = ""
+    org: str = ""
 
     def provenance(self) -> Provenance:
-        return Provenance(session_id=self.id, vendor=self.vendor, project=self.project, origin=self.origin)
+        return Provenance(
+            session_id=self.id,
+            vendor=self.vendor,
+            project=self.project,
+            origin=self.origin,
+            user=self.user,
+            author=self.author,
+            org=self.org,
+        )
 
 
 def record_event(w: Writer, provenance: Provenance, kind: str, detail: dict[str, Any] | None = None) -> int:
@@ -54,17 +66,20 @@ class SessionService:
 
         def tx(w: Writer) -> None:
             t = now_ms()
+            owner = w.scalar("SELECT user FROM sessions WHERE id = :id", {"id": info.id})
+            if owner is not None and owner != info.user:
+                raise InvalidInput(f"session id {info.id} belongs to another user; start a new session")
             changed = w.execute(
                 "UPDATE sessions SET vendor = :vendor, client_name = :cname, client_version = :cver, "
                 "transport = :transport, project = :project, cwd = :cwd, pid = :pid, parent_id = :parent_id, "
-                "last_seen_at = :t, ended_at = NULL WHERE id = :id",
+                "user = :user, org = :org, last_seen_at = :t, ended_at = NULL WHERE id = :id",
                 _params(info, t),
             )
             if not changed:
                 w.execute(
                     "INSERT INTO sessions (id, vendor, client_name, client_version, transport, project, cwd, "
-                    "pid, origin, parent_id, started_at, last_seen_at) VALUES (:id, :vendor, :cname, :cver, "
-                    ":transport, :project, :cwd, :pid, :origin, :parent_id, :t, :t)",
+                    "pid, origin, parent_id, user, org, started_at, last_seen_at) VALUES (:id, :vendor, :cname, :cver, "
+                    ":transport, :project, :cwd, :pid, :origin, :parent_id, :user, :org, :t, :t)",
                     _params(info, t),
                 )
             record_event(
@@ -107,5 +122,7 @@ def _params(info: SessionInfo, t: int) -> dict[str, Any]:
         "pid": info.pid,
         "parent_id": info.parent_id,
         "origin": info.origin,
+        "user": info.user or None,
+        "org": (info.org or info.user) or None,
         "t": t,
     }

@@ -11,7 +11,7 @@ from typing import Any
 from threadloom import __version__
 from threadloom.store.base import Reader, Store
 
-COUNTED_TABLES = ("sessions", "events", "documents")
+COUNTED_TABLES = ("sessions", "events", "documents")  # store-wide sizes: how big the file is, not whose rows
 
 
 def versions(store: Store) -> dict[str, str]:
@@ -58,11 +58,13 @@ class StatusService:
         counts, open_sessions = self._store.read(q)
         return StoreStatus(self._store.location, self._store.schema_version(), counts, open_sessions)
 
-    def recent_events(self, limit: int) -> list[dict[str, Any]]:
+    def recent_events(self, user: str, limit: int) -> list[dict[str, Any]]:
+        """The latest journal events of `user`'s own sessions (nobody reads another user's journal)."""
         rows = self._store.read(
             lambda r: r.rows(
-                "SELECT at, kind, session_id, vendor, project, origin, detail FROM events ORDER BY id DESC LIMIT :n",
-                {"n": limit},
+                "SELECT e.at, e.kind, e.session_id, e.vendor, e.project, e.origin, e.detail FROM events e "
+                "JOIN sessions s ON s.id = e.session_id WHERE s.user = :u ORDER BY e.id DESC LIMIT :n",
+                {"u": user, "n": limit},
             )
         )
         return [row | {"detail": json.loads(row["detail"])} for row in rows]

@@ -103,7 +103,7 @@ def search(
 @memory_app.command("explain")
 def explain(memory_id: str) -> None:
     """A memory's score breakdown and whether it would be forgotten now."""
-    run_in_session(lambda rt, _: rt.recall.explain(memory_id))
+    run_in_session(lambda rt, prov: rt.recall.explain(memory_id, prov))
 
 
 @memory_app.command("traverse")
@@ -115,13 +115,13 @@ def traverse(
     ] = None,
 ) -> None:
     """The memories reachable from one, and every edge among them."""
-    run_in_session(lambda rt, _: rt.recall.traverse(memory_id, depth, tuple(edge_type or ())))
+    run_in_session(lambda rt, prov: rt.recall.traverse(memory_id, prov, depth, tuple(edge_type or ())))
 
 
 @memory_app.command("stats")
 def stats() -> None:
     """Counts of memories and edges, and the last maintenance pass."""
-    run_in_session(lambda rt, _: rt.recall.stats())
+    run_in_session(lambda rt, prov: rt.recall.stats(prov))
 
 
 @memory_app.command("pin")
@@ -167,7 +167,7 @@ def maintain(
 
     A dry run by default: it reports what would change. Pruned memories stay restorable for 30 days.
     """
-    run_in_session(lambda rt, _: rt.maintenance.run(dry_run=not apply).as_dict())
+    run_in_session(lambda rt, prov: rt.maintenance.run(dry_run=not apply, viewer=prov.viewer()).as_dict())
 
 
 @memory_app.command("restore")

@@ -9,6 +9,7 @@ from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
 from threadloom.store.base import Store, Writer
+from threadloom.store.visibility import session_seen_sql, visibility_sql
 
 # Journal kinds that are noise to a peer: every tool call, and session bookkeeping.
 QUIET_KINDS: Final = ("tool.call", "session.started", "session.resumed", "session.ended", "thread.context")
@@ -35,25 +36,38 @@ class PresenceService:
         return {"session": row, "unread_signals": int(unread)}
 
     def peers(self, prov: Provenance, window_s: float = 900, this_project: bool = False) -> list[dict[str, Any]]:
-        """Sessions seen within `window_s` and not ended, newest first; this one is marked."""
+        """Sessions seen within `window_s` and not ended, newest first; this one is marked. Only sessions
+        the caller may see: their own user's, and those of the people in their project."""
         if not 1 <= window_s <= 7 * 86_400:
             raise InvalidInput("window_s is 1 second to 7 days")
         where = " AND project = :p" if this_project else ""
+        seen, params = session_seen_sql(prov.viewer())
         rows = self._store.read(
             lambda r: r.rows(
-                "SELECT id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at FROM sessions "
-                f"WHERE ended_at IS NULL AND last_seen_at >= :since{where} ORDER BY last_seen_at DESC LIMIT 200",
-                {"since": now_ms() - int(window_s * 1000), "p": prov.project},
+                "SELECT id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at FROM sessions s "
+                f"WHERE ended_at IS NULL AND last_seen_at >= :since{where} AND {seen} "
+                "ORDER BY last_seen_at DESC LIMIT 200",
+                params | {"since": now_ms() - int(window_s * 1000), "p": prov.project},
             )
         )
         return [dict(row) | {"self": row["id"] == prov.session_id} for row in rows]
 
     def catch_up(self, prov: Provenance, peek: bool = False, limit: int = 100) -> dict[str, Any]:
-        """What other sessions wrote since this session's cursor; advances it unless `peek`."""
+        """What other sessions the caller may see wrote since this session's cursor; advances it unless
+        `peek`. Another user's memory events show only when the memory is shared with the caller."""
         if not 1 <= limit <= 500:
             raise InvalidInput("limit is 1-500")
         me = prov.session_id or ""
         quiet = {f"q{n}": kind for n, kind in enumerate(QUIET_KINDS)}
+        viewer = prov.viewer()
+        seen_session, session_params = session_seen_sql(viewer)
+        seen_memory, memory_params = visibility_sql(viewer)
+        shown = (
+            f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND {seen_session}) "
+            f"AND (e.kind NOT LIKE 'memory.%' OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id "
+            "AND s.user = :s_user) OR EXISTS (SELECT 1 FROM memories m WHERE m.id = COALESCE("
+            f"json_extract(e.detail, '$.id'), json_extract(e.detail, '$.new')) AND {seen_memory}))"
+        )
 
         def read(w: Writer) -> dict[str, Any]:
             cursor = w.scalar("SELECT event_id FROM session_cursors WHERE session_id = :me", {"me": me})
@@ -61,10 +75,10 @@ class PresenceService:
                 started = w.scalar("SELECT started_at FROM sessions WHERE id = :me", {"me": me}) or now_ms()
                 cursor = w.scalar("SELECT COALESCE(max(id), 0) FROM events WHERE at < :t", {"t": started})
             rows = w.rows(
-                "SELECT id, at, kind, session_id, vendor, project, detail FROM events WHERE id > :cursor "
-                f"AND (session_id IS NULL OR session_id <> :me) AND kind NOT IN ({', '.join(':' + k for k in quiet)}) "
-                "ORDER BY id LIMIT :limit",
-                {"cursor": cursor, "me": me, "limit": limit} | quiet,
+                "SELECT e.id, e.at, e.kind, e.session_id, e.vendor, e.project, e.detail FROM events e "
+                f"WHERE e.id > :cursor AND e.session_id <> :me AND {shown} "
+                f"AND e.kind NOT IN ({', '.join(':' + k for k in quiet)}) ORDER BY e.id LIMIT :limit",
+                {"cursor": cursor, "me": me, "limit": limit} | quiet | session_params | memory_params,
             )
             items = [dict(row) | {"detail": json.loads(row["detail"])} for row in rows]
             newest = w.scalar("SELECT COALESCE(max(id), 0) FROM events")

@@ -14,6 +14,7 @@ from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.sessions import record_event
 from threadloom.store.base import Reader, Store, Writer
+from threadloom.store.visibility import session_seen_sql
 
 MAX_BODY_CHARS: Final = 20_000
 LIVE_WINDOW_MS: Final = 15 * 60_000  # a session seen this recently, and not ended, is present
@@ -38,7 +39,7 @@ class SignalService:
         me = _me(prov)
 
         def tx(w: Writer) -> Sent:
-            target = resolve_session(w, to)
+            target = resolve_session(w, to, prov)
             if target == me:
                 return Sent(None, ())
             return _send(w, prov, "whisper", None, body, [target], None, task)
@@ -46,10 +47,12 @@ class SignalService:
         return self._store.write(tx)
 
     def broadcast(self, prov: Provenance, body: str, everywhere: bool = False, task: str | None = None) -> Sent:
-        """To every live session of this project (or of every project), except the sender."""
+        """To every live session of this project (or, `everywhere`, also the sender's user's sessions in
+        other projects), except the sender."""
         _check_body(body)
         me = _me(prov)
         scope = None if everywhere else prov.project
+        seen, params = session_seen_sql(prov.viewer())
 
         def tx(w: Writer) -> Sent:
             now = now_ms()
@@ -57,9 +60,9 @@ class SignalService:
             live = [
                 str(sid)
                 for (sid,) in w.tuples(
-                    "SELECT id FROM sessions WHERE ended_at IS NULL AND last_seen_at >= :since AND id <> :me"
-                    + where + " ORDER BY id",
-                    {"since": now - LIVE_WINDOW_MS, "me": me, "p": prov.project},
+                    "SELECT id FROM sessions s WHERE ended_at IS NULL AND last_seen_at >= :since AND id <> :me"
+                    + where + f" AND {seen} ORDER BY id",
+                    params | {"since": now - LIVE_WINDOW_MS, "me": me, "p": prov.project},
                 )
             ]  # fmt: skip
             if not live:
@@ -74,7 +77,7 @@ class SignalService:
         me = _me(prov)
 
         def tx(w: Writer) -> Sent:
-            target = resolve_session(w, to)
+            target = resolve_session(w, to, prov)
             if target == me:
                 raise InvalidInput("a session cannot ask itself")
             return _send(w, prov, "ask", None, question, [target], None, task)
@@ -157,17 +160,22 @@ class SignalService:
         return int(self._store.read(lambda r: r.scalar("SELECT COALESCE(max(id), 0) FROM signals")))
 
 
-def resolve_session(r: Reader, to: str) -> str:
-    """A session id from a full id or an unambiguous prefix of at least 4 characters."""
+def resolve_session(r: Reader, to: str, prov: Provenance) -> str:
+    """A session the caller may see (see `session_seen_sql`), from a full id or an unambiguous prefix of at
+    least 4 characters; any other is "no session", whether or not it exists."""
     if not to or len(to) > 128:
         raise InvalidInput("name a session by its id (or an unambiguous prefix of it)")
-    if r.scalar("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :id)", {"id": to}):
+    seen, params = session_seen_sql(prov.viewer())
+    if r.scalar(f"SELECT EXISTS (SELECT 1 FROM sessions s WHERE id = :id AND {seen})", params | {"id": to}):
         return to
     if len(to) < 4:
         raise NotFound(f"no session {to!r} (a prefix needs at least 4 characters)")
     pattern = to.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
     found = [
-        str(sid) for (sid,) in r.tuples("SELECT id FROM sessions WHERE id LIKE :p ESCAPE '\\' LIMIT 3", {"p": pattern})
+        str(sid)
+        for (sid,) in r.tuples(
+            f"SELECT id FROM sessions s WHERE id LIKE :p ESCAPE '\\' AND {seen} LIMIT 3", params | {"p": pattern}
+        )
     ]
     if not found:
         raise NotFound(f"no session {to!r}; `peers` lists the live ones")

@@ -167,10 +167,11 @@ class SpawnService:
                     f"running children hold {resident:.0f} MB (budget {self.config.memory_budget_mb} MB)"
                 )
             w.execute(
-                "INSERT INTO tasks (id, parent_session, role, agent, cwd, command, status, timeout_s, tournament, "
-                "log_path, started_at) VALUES (:id, :parent, :role, :agent, :cwd, :cmd, 'starting', :timeout, "
-                ":tournament, :log, :now)",
-                {"id": task_id, "parent": prov.session_id, "role": role, "agent": agent, "cwd": str(cwd),
+                "INSERT INTO tasks (id, parent_session, owner, role, agent, cwd, command, status, timeout_s, "
+                "tournament, log_path, started_at) VALUES (:id, :parent, :owner, :role, :agent, :cwd, :cmd, "
+                "'starting', :timeout, :tournament, :log, :now)",
+                {"id": task_id, "parent": prov.session_id, "owner": prov.viewer().user, "role": role, "agent": agent,
+                 "cwd": str(cwd),
                  "cmd": shlex.join(argv), "timeout": timeout_s, "tournament": tournament, "log": str(log_path),
                  "now": now_ms()},
             )  # fmt: skip
@@ -234,23 +235,29 @@ class SpawnService:
             )
         )
 
-    def status(self, task_id: str) -> dict[str, Any]:
-        row = self._store.read(lambda r: r.one("SELECT * FROM tasks WHERE id = :id", {"id": task_id}))
+    def status(self, task_id: str, prov: Provenance | None = None) -> dict[str, Any]:
+        """A task; given a caller, only one their user spawned (any other is "no task")."""
+        owner = prov.viewer().user if prov is not None else None
+        row = self._store.read(
+            lambda r: r.one(
+                "SELECT * FROM tasks WHERE id = :id AND (:o IS NULL OR owner = :o)", {"id": task_id, "o": owner}
+            )
+        )
         if row is None:
             raise NotFound(f"no task {task_id}")
         return dict(row)
 
     def tasks(self, prov: Provenance, all_sessions: bool = False, limit: int = 50) -> list[dict[str, Any]]:
-        where = "" if all_sessions else "WHERE parent_session = :p"
+        """This session's tasks, or (all_sessions) those of every session of the caller's user."""
+        where = "owner = :o" if all_sessions else "parent_session = :p AND owner = :o"
+        params = {"p": prov.session_id, "o": prov.viewer().user, "n": limit}
         rows = self._store.read(
-            lambda r: r.rows(
-                f"SELECT * FROM tasks {where} ORDER BY started_at DESC LIMIT :n", {"p": prov.session_id, "n": limit}
-            )
+            lambda r: r.rows(f"SELECT * FROM tasks WHERE {where} ORDER BY started_at DESC LIMIT :n", params)
         )
         return [dict(row) for row in rows]
 
-    def log_tail(self, task_id: str, lines: int = 40) -> str:
-        path = Path(self.status(task_id)["log_path"])
+    def log_tail(self, task_id: str, prov: Provenance, lines: int = 40) -> str:
+        path = Path(self.status(task_id, prov)["log_path"])
         if not path.exists():
             return ""
         with open(path, "rb") as f:
@@ -282,16 +289,19 @@ class SpawnService:
             self.spawn(prov, framed, role, None, agent, model, timeout_s, 0, tournament)
         return tournament
 
-    def digest(self, tournament: str) -> dict[str, Any]:
+    def digest(self, tournament: str, prov: Provenance) -> dict[str, Any]:
         """Each role's status, exit code, what it signalled, and the tail of its log."""
         rows = self._store.read(
-            lambda r: r.rows("SELECT id FROM tasks WHERE tournament = :t ORDER BY started_at, id", {"t": tournament})
+            lambda r: r.rows(
+                "SELECT id FROM tasks WHERE tournament = :t AND owner = :o ORDER BY started_at, id",
+                {"t": tournament, "o": prov.viewer().user},
+            )
         )
         if not rows:
             raise NotFound(f"no tournament {tournament}")
         entries = []
         for (task_id,) in ((row["id"],) for row in rows):
-            task = self.status(task_id)
+            task = self.status(task_id, prov)
             entries.append(
                 {
                     "task": task_id,
@@ -299,7 +309,7 @@ class SpawnService:
                     "status": task["status"],
                     "exit_code": task["exit_code"],
                     "answers": [s["body"] for s in self.task_signals(task_id)],
-                    "log_tail": self.log_tail(task_id, 5),
+                    "log_tail": self.log_tail(task_id, prov, 5),
                 }
             )
         finished = all(e["status"] not in ("starting", "running") for e in entries)

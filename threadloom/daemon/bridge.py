@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from threadloom import __version__
-from threadloom.agents import FORWARDED_ENV, PER_SESSION_KEYS
+from threadloom.agents import FORWARDED_ENV, IDENTITY_KEYS, PER_SESSION_KEYS
 from threadloom.daemon import protocol
 from threadloom.home import HomeLayout, default_home
 
@@ -93,7 +93,7 @@ def _spawn_daemon(layout: HomeLayout) -> subprocess.Popen[bytes]:
     log_fd = os.open(layout.daemon_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         # The daemon outlives this session: it must not inherit this session's own settings.
-        env = {k: v for k, v in os.environ.items() if k not in PER_SESSION_KEYS}
+        env = {k: v for k, v in os.environ.items() if k not in PER_SESSION_KEYS and k not in IDENTITY_KEYS}
         return subprocess.Popen(
             [sys.executable, "-m", "threadloom", "daemon", "run"],
             env=env,

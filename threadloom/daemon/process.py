@@ -173,7 +173,7 @@ class Daemon:
             toolset = toolset_for(self.server, env)
         except ThreadloomError as exc:
             return exc.message
-        return ConnectionState(
+        state = ConnectionState(
             runtime=self.runtime,
             transport="bridge",
             env=env,
@@ -181,6 +181,11 @@ class Daemon:
             pid=pid if isinstance(pid, int) else None,
             toolset=toolset,
         )
+        try:
+            state.identity()
+        except ThreadloomError as exc:
+            return exc.message
+        return state
 
     async def _control(self, op: str) -> dict[str, Any]:
         if op == "stop":

@@ -11,7 +11,7 @@ from threadloom.identity import Provenance
 from threadloom.memory.model import MAX_CORE_CHARS, Memory, NewMemory, check_core_key, check_id, content_digest
 from threadloom.memory.service import MemoryService
 from threadloom.sessions import record_event
-from threadloom.store import memories
+from threadloom.store import memories, memory_upkeep
 from threadloom.store.base import Store, Writer
 
 
@@ -28,7 +28,7 @@ class CoreMemory:
         check_core_key(key)
         if not 0 <= priority <= 100:
             raise InvalidInput("priority is 0-100 (higher is shown first)")
-        existing = self._store.read(lambda r: memories.by_core_key(r, prov.project, key))
+        existing = self._store.read(lambda r: memories.by_core_key(r, prov.user, prov.project, key))
         if existing is None:
             stored = self._memory.store(
                 NewMemory(content=content, category=category, kind="fact", pinned=True), prov, key, priority
@@ -39,23 +39,23 @@ class CoreMemory:
         if content_digest(content) == content_digest(existing.content):
             return self._memory.update_flags(existing.id, prov, "memory.core", core_priority=priority)
         result = self._memory.amend(existing.id, prov, content=content, reason=f"core memory {key} rewritten")
-        new = self._memory.get(result["new"]["id"])
+        new = self._memory.get(result["new"]["id"], prov)
         return self._memory.update_flags(new.id, prov, "memory.core", core_priority=priority)
 
     def make_core(self, memory_id: str, key: str, priority: int, prov: Provenance) -> Memory:
         check_core_key(key)
-        memory = self._memory.get(check_id(memory_id))
+        memory = self._memory.owned(check_id(memory_id), prov, "make core")
         if len(memory.content) > MAX_CORE_CHARS:
             raise InvalidInput(f"a core memory is at most {MAX_CORE_CHARS:,} characters: it is shown in every brief")
-        taken = self._store.read(lambda r: memories.by_core_key(r, memory.project, key))
+        taken = self._store.read(lambda r: memories.by_core_key(r, prov.user, memory.project, key))
         if taken is not None and taken.id != memory_id:
-            raise InvalidInput(f"core key {key!r} is taken by {taken.id}")
+            raise InvalidInput(f"you already have core key {key!r} on {taken.id}")
         return self._memory.update_flags(memory_id, prov, "memory.core", core_key=key, core_priority=priority, pinned=1)
 
     def remove_core(self, key: str, prov: Provenance) -> Memory:
-        existing = self._store.read(lambda r: memories.by_core_key(r, prov.project, check_core_key(key)))
+        existing = self._store.read(lambda r: memories.by_core_key(r, prov.user, prov.project, check_core_key(key)))
         if existing is None:
-            raise NotFound(f"no core memory under {key!r} in this project")
+            raise NotFound(f"you have no core memory under {key!r} in this project")
         return self._memory.update_flags(existing.id, prov, "memory.core_removed", core_key=None, core_priority=None)
 
     def set_preferences(
@@ -74,7 +74,7 @@ class CoreMemory:
         prefs = {name: sorted(set(categories)) for name, categories in lists.items()}
 
         def tx(w: Writer) -> dict[str, list[str]]:
-            memories.set_preferences(w, prov.project or "", prefs, now_ms())
+            memory_upkeep.set_preferences(w, prov.viewer().user, prov.project or "", prefs, now_ms())
             record_event(w, prov, "memory.preferences", prefs)
             return prefs
 

@@ -5,7 +5,6 @@ auto-core categories. Single-flight across processes through a lease in the stor
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import socket
@@ -19,9 +18,10 @@ from threadloom.identity import Provenance
 from threadloom.memory import scoring
 from threadloom.memory.model import Memory, check_id, memory_document
 from threadloom.memory.service import ARCHIVE_DAYS, rescore
+from threadloom.search.model import Viewer
 from threadloom.sessions import record_event
-from threadloom.store import documents, jobs, memories
-from threadloom.store.base import Reader, Store, Writer
+from threadloom.store import documents, jobs, memories, memory_upkeep
+from threadloom.store.base import Store, Writer
 
 JOB: Final = "memory.maintenance"
 LEASE_MS: Final = 10 * 60_000  # a holder that died frees the lease after this long
@@ -60,7 +60,9 @@ class Maintenance:
         self.config = config
         self.holder = f"{socket.gethostname()}:{os.getpid()}"
 
-    def run(self, dry_run: bool = False, now: int | None = None) -> PassReport:
+    def run(self, dry_run: bool = False, now: int | None = None, viewer: Viewer | None = None) -> PassReport:
+        """One pass over every user's memories. The report counts only what `viewer` may see (everything for
+        the daemon's own job, which has no viewer)."""
         now = now if now is not None else now_ms()
         report = PassReport(dry_run=dry_run)
         if not dry_run and not self._store.write(lambda w: jobs.acquire(w, JOB, self.holder, now_ms(), LEASE_MS)):
@@ -69,10 +71,10 @@ class Maintenance:
             return report
         started = now_ms()
         try:
-            prefs = self._store.read(_auto_categories)
+            prefs = self._store.read(memory_upkeep.auto_categories)
             after = ""
             while True:
-                page = self._store.read(partial(memories.scoring_inputs, after=after, limit=PAGE))
+                page = self._store.read(partial(memory_upkeep.scoring_inputs, after=after, limit=PAGE, viewer=viewer))
                 if not page:
                     break
                 after = str(page[-1][0])
@@ -81,42 +83,49 @@ class Maintenance:
                     self._store.write(partial(self._apply, plan=plan, now=now))
             if not dry_run:
                 report.purged = self._store.write(
-                    lambda w: memories.purge_archive(w, now - ARCHIVE_DAYS * scoring.DAY_MS)
+                    lambda w: memory_upkeep.purge_archive(
+                        w, now - ARCHIVE_DAYS * scoring.DAY_MS, viewer.user if viewer else None
+                    )
                 )
         finally:
             if not dry_run:
                 outcome = report.as_dict()
 
                 def finish(w: Writer) -> None:
-                    jobs.record_run(w, JOB, started, now_ms(), dry_run, outcome)
-                    record_event(
-                        w, _job_provenance(), JOB, {k: outcome[k] for k in ("scored", "pruned", "transitions")}
-                    )
+                    jobs.record_run(w, JOB, started, now_ms(), dry_run, outcome if viewer is None else {})
+                    detail = {k: outcome[k] for k in ("scored", "pruned", "transitions")} if viewer is None else {}
+                    record_event(w, _job_provenance(), JOB, detail)
                     jobs.release(w, JOB, self.holder)
 
                 self._store.write(finish)
         return report
 
     def _plan(
-        self, page: list[tuple[Any, ...]], now: int, auto: set[str], report: PassReport
+        self, page: list[tuple[Any, ...]], now: int, auto: dict[tuple[str, str], set[str]], report: PassReport
     ) -> list[tuple[str, str, float, str | None]]:
-        """(id, action, score, new status) per memory that changes: action is update, prune or promote."""
+        """(id, action, score, new status) per memory that changes: action is update, prune or promote.
+        The report hears only of memories its reader may see (`seen`)."""
         plan: list[tuple[str, str, float, str | None]] = []
-        for memory_id, last_active, recalls, degree, pinned, core, visibility, status, old_score, category in page:
-            report.scored += 1
+        for row in page:
+            memory_id, last_active, recalls, degree, pinned, core, visibility, status, old_score, category = row[:10]
+            owner, project, seen = row[10:]
+            report.scored += bool(seen)
             b = scoring.breakdown(self.config, int(last_active), int(degree), int(recalls), now)
             new_status = scoring.lifecycle_status(self.config, b.score)
             kept = scoring.protection(self.config, b, pinned=bool(pinned), core=bool(core), visibility=visibility)
             if kept.prunable:
-                report.pruned.append(memory_id)
-                report.transitions[f"{status}->pruned"] = report.transitions.get(f"{status}->pruned", 0) + 1
+                if seen:
+                    report.pruned.append(memory_id)
+                    report.transitions[f"{status}->pruned"] = report.transitions.get(f"{status}->pruned", 0) + 1
                 plan.append((memory_id, "prune", b.score, "pruned"))
                 continue
-            if category in auto and not core and b.score >= self.config.core_promotion_score:
-                report.promoted.append(memory_id)
+            promotable = category in auto.get((owner, project), ())
+            if promotable and not core and b.score >= self.config.core_promotion_score:
+                if seen:
+                    report.promoted.append(memory_id)
                 plan.append((memory_id, "promote", b.score, new_status))
                 continue
-            if new_status != status:
+            if new_status != status and seen:
                 report.transitions[f"{status}->{new_status}"] = report.transitions.get(f"{status}->{new_status}", 0) + 1
             if new_status != status or abs(b.score - float(old_score)) > 1e-9:
                 plan.append((memory_id, "update", b.score, new_status))
@@ -139,13 +148,15 @@ class Maintenance:
         check_id(memory_id)
         now = now_ms()
 
+        owner = prov.viewer().user
+
         def tx(w: Writer) -> Memory:
-            found = memories.archived(w, memory_id)
+            found = memory_upkeep.archived(w, memory_id, owner)
             if found is None:
                 raise NotFound(f"{memory_id} is not in the prune archive (restorable for {ARCHIVE_DAYS} days)")
             payload, _ = found
-            memories.restore_row(w, payload["memory"] | {"status": "active", "last_reactivated_at": now})
-            memories.unarchive(w, memory_id)
+            memory_upkeep.restore_row(w, payload["memory"] | {"status": "active", "last_reactivated_at": now})
+            memory_upkeep.unarchive(w, memory_id)
             memory = rescore(w, self.config, memory_id, now)
             documents.upsert(w, memory_document(memory), now)
             record_event(w, prov, "memory.restored", {"id": memory_id})
@@ -154,21 +165,14 @@ class Maintenance:
         return self._store.write(tx)
 
     def _prune(self, w: Writer, memory_id: str, now: int) -> None:
-        row = memories.raw_row(w, memory_id)
+        row = memory_upkeep.raw_row(w, memory_id)
         if row is None:
             return
         if memories.degree(w, memory_id):  # linked since the plan was made: no longer prunable
             return
-        memories.archive(w, memory_id, {"memory": row}, now)
+        memory_upkeep.archive(w, memory_id, {"memory": row}, now)
         documents.remove(w, "memory", memory_id)
         memories.delete(w, memory_id)
-
-
-def _auto_categories(r: Reader) -> set[str]:
-    found: set[str] = set()
-    for (auto,) in r.tuples("SELECT auto FROM memory_preferences"):
-        found.update(json.loads(auto))
-    return found
 
 
 def _job_provenance() -> Provenance:

@@ -162,10 +162,6 @@ class Memory:
     def is_core(self) -> bool:
         return self.core_key is not None
 
-    def visible_to(self, user: str) -> bool:
-        """Its owner sees a private memory; everyone sees a shared one."""
-        return self.owner == user or self.visibility != "private"
-
     def as_dict(self, concise: bool = False) -> dict[str, Any]:
         if concise:
             out: dict[str, Any] = {

@@ -13,10 +13,10 @@ from threadloom.identity import Provenance
 from threadloom.memory import scoring
 from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id
 from threadloom.search.engine import SearchEngine
-from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope
+from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope, Viewer
 from threadloom.search.query import analyse
 from threadloom.sessions import record_event
-from threadloom.store import documents, jobs, memories
+from threadloom.store import documents, jobs, memories, memory_upkeep
 from threadloom.store.base import Reader, Store, Writer
 
 SUPERSEDED_FACTOR: Final = 0.3  # a superseded hit keeps this share of its score: shown for audit, ranked down
@@ -42,15 +42,14 @@ class RecallFilters:
 
 
 class MemoryRecall:
-    def __init__(self, store: Store, engine: SearchEngine, user: str, config: scoring.ScoringConfig) -> None:
+    def __init__(self, store: Store, engine: SearchEngine, config: scoring.ScoringConfig) -> None:
         self._store = store
         self._engine = engine
-        self.user = user
         self.scoring = config
 
     def _scope(self, prov: Provenance, f: RecallFilters, **extra: Any) -> MemoryScope:
         return MemoryScope(
-            visible_to=self.user,
+            viewer=prov.viewer(),
             project=None if f.all_projects else prov.project,
             categories=f.categories,
             entity=f.entity,
@@ -92,11 +91,12 @@ class MemoryRecall:
                     scores[ref] = 0.0
         refs = chosen + injected
         now = now_ms()
+        viewer = prov.viewer()
         if read_only or not refs:
-            found = self._store.read(lambda r: memories.get_many(r, refs))
+            found = self._store.read(lambda r: memories.get_many(r, refs, viewer))
         else:
             found = self._store.write(lambda w: self._reactivate(w, refs, now, prov))
-        why_chains = self._why_chains(refs) if verbosity == "full" else {}
+        why_chains = self._why_chains(refs, viewer) if verbosity == "full" else {}
         out = []
         for ref in refs:
             memory = found.get(ref)
@@ -130,7 +130,7 @@ class MemoryRecall:
 
     def _reactivate(self, w: Writer, refs: list[str], now: int, prov: Provenance) -> dict[str, Memory]:
         """Mark the memories recalled now, rescore them, and return them as they now stand."""
-        found = memories.get_many(w, refs)
+        found = memories.get_many(w, refs, prov.viewer())
         degrees = memories.degrees(w, list(found))
         for ref, memory in found.items():
             recalls = memory.reactivation_count + 1
@@ -145,19 +145,19 @@ class MemoryRecall:
             )
             documents.set_status(w, "memory", ref, "superseded" if memory.superseded_by else "active")
         record_event(w, prov, "memory.recalled", {"ids": refs[:20], "count": len(refs)})
-        return memories.get_many(w, refs)
+        return memories.get_many(w, refs, prov.viewer())
 
-    def _why_chains(self, refs: list[str]) -> dict[str, list[dict[str, Any]]]:
+    def _why_chains(self, refs: list[str], viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
         """For each memory, what it was caused by, and what that was caused by, up to WHY_DEPTH hops
         (two queries for all of them)."""
 
         def read(r: Reader) -> dict[str, list[dict[str, Any]]]:
-            links = memories.causes(r, refs, WHY_DEPTH)
-            found = memories.get_many(r, sorted({cause for _, cause, _ in links}))
+            links = memories.causes(r, refs, WHY_DEPTH, viewer)
+            found = memories.get_many(r, sorted({cause for _, cause, _ in links}), viewer)
             chains: dict[str, list[dict[str, Any]]] = {ref: [] for ref in refs}
             for root, cause, depth in links:
                 memory = found.get(cause)
-                if memory is not None and cause != root and self._visible(memory):
+                if memory is not None and cause != root:
                     chains[root].append({"depth": depth, "id": cause, "summary": memory.as_dict(True)["summary"]})
             return chains
 
@@ -177,14 +177,20 @@ class MemoryRecall:
                 "caveats": [] if listed else ["nothing matched these filters"],
             }
         result = self._engine.search(query, Filters(kinds=("memory",), statuses=f.statuses, memory=scope), k)
-        found = self._store.read(lambda r: memories.get_many(r, [h.ref for h in result.hits]))
+        found = self._store.read(lambda r: memories.get_many(r, [h.ref for h in result.hits], scope.viewer))
         items = [found[h.ref].as_dict() | {"score": h.score} for h in result.hits if h.ref in found]
         return {"memories": items, "mode": "search", "caveats": result.caveats}
 
     def traverse(
-        self, memory_id: str, depth: int = 2, edge_types: tuple[str, ...] = (), direction: str = "both"
+        self,
+        memory_id: str,
+        prov: Provenance,
+        depth: int = 2,
+        edge_types: tuple[str, ...] = (),
+        direction: str = "both",
     ) -> dict[str, Any]:
-        """The memories reachable from one within `depth` hops, and every edge among them."""
+        """The memories reachable from one within `depth` hops through memories the caller may see, and
+        every edge among them (a memory the caller may not see is neither shown nor walked through)."""
         check_id(memory_id)
         if not 1 <= depth <= MAX_DEPTH:
             raise InvalidInput(f"depth is 1-{MAX_DEPTH}")
@@ -194,27 +200,35 @@ class MemoryRecall:
         if direction not in ("out", "in", "both"):
             raise InvalidInput("direction is out, in or both")
 
+        viewer = prov.viewer()
+
         def read(r: Any) -> dict[str, Any]:
-            start = memories.get(r, memory_id)
-            if start is None or not self._visible(start):
+            if memories.get(r, memory_id, viewer) is None:
                 raise NotFound(f"no memory {memory_id}")
             depth_of = {memory_id: 0}
             frontier = [memory_id]
             truncated = False
+            found = memories.get_many(r, [memory_id], viewer)
             for hop in range(1, depth + 1):
-                nxt: list[str] = []
+                reached: list[str] = []
                 for edge in memories.edges_touching(r, frontier, edge_types):
                     for here, there, way in ((edge.source, edge.target, "out"), (edge.target, edge.source, "in")):
                         if here in frontier and there not in depth_of and direction in (way, "both"):
-                            if len(depth_of) >= MAX_TRAVERSE_NODES:
-                                truncated = True
-                                continue
-                            depth_of[there] = hop
-                            nxt.append(there)
+                            reached.append(there)
+                seen = memories.get_many(r, sorted(set(reached)), viewer)
+                nxt: list[str] = []
+                for there in dict.fromkeys(reached):
+                    if there not in seen or there in depth_of:
+                        continue
+                    if len(depth_of) >= MAX_TRAVERSE_NODES:
+                        truncated = True
+                        continue
+                    depth_of[there] = hop
+                    found[there] = seen[there]
+                    nxt.append(there)
                 frontier = nxt
                 if not frontier:
                     break
-            found = {mid: m for mid, m in memories.get_many(r, list(depth_of)).items() if self._visible(m)}
             edges = [
                 e.as_dict()
                 for e in memories.edges_touching(r, list(found), edge_types)
@@ -226,16 +240,20 @@ class MemoryRecall:
 
         return self._store.read(read)
 
-    def explain(self, memory_id: str) -> dict[str, Any]:
-        """The score breakdown, the status it implies, and why it would or would not be forgotten now."""
+    def explain(self, memory_id: str, prov: Provenance) -> dict[str, Any]:
+        """The score breakdown, the status it implies, and why it would or would not be forgotten now,
+        counting only the edges whose other end the caller may see."""
         check_id(memory_id)
         now = now_ms()
+        viewer = prov.viewer()
 
         def read(r: Any) -> dict[str, Any]:
-            memory = memories.get(r, memory_id)
-            if memory is None or not self._visible(memory):
+            memory = memories.get(r, memory_id, viewer)
+            if memory is None:
                 raise NotFound(f"no memory {memory_id}")
-            edges = memories.edges_touching(r, [memory_id])
+            touching = memories.edges_touching(r, [memory_id])
+            ends = memories.get_many(r, sorted({e.source for e in touching} | {e.target for e in touching}), viewer)
+            edges = [e for e in touching if e.source in ends and e.target in ends]
             return self._explanation(memory, edges, now)
 
         return self._store.read(read)
@@ -261,18 +279,24 @@ class MemoryRecall:
             "config": self.scoring.__dict__,
         }
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self, prov: Provenance) -> dict[str, Any]:
+        """Counts of what the caller may see (their memories and those shared with them)."""
+        viewer = prov.viewer()
+
         def read(r: Any) -> dict[str, Any]:
-            return memories.counts(r) | {"last_maintenance": jobs.last_run(r, "memory.maintenance")}
+            last = jobs.last_run(r, "memory.maintenance")
+            return memory_upkeep.counts(r, viewer) | {"last_maintenance": last and {"at": last.get("finished_at")}}
 
         return self._store.read(read)
 
     def core_list(self, prov: Provenance, category: str | None = None) -> dict[str, Any]:
-        scope = MemoryScope(visible_to=self.user, project=prov.project)
+        scope = MemoryScope(viewer=prov.viewer(), project=prov.project)
         found = self._store.read(lambda r: memories.core(r, scope, [category] if category else []))
-        prefs = self._store.read(lambda r: memories.preferences(r, prov.project or ""))
+        prefs = self._store.read(lambda r: memory_upkeep.preferences(r, prov.user, prov.project or ""))
         waiting = self._store.read(
-            lambda r: memories.core_candidates(r, scope, prefs["approval"], self.scoring.core_promotion_score)
+            lambda r: memories.core_candidates(
+                r, scope, prov.user, prefs["approval"], self.scoring.core_promotion_score
+            )
         )
         return {
             "core": [
@@ -288,6 +312,3 @@ class MemoryRecall:
             "preferences": prefs,
             "awaiting_approval": [m.as_dict(concise=True) | {"category": m.category} for m in waiting],
         }
-
-    def _visible(self, memory: Memory) -> bool:
-        return memory.visible_to(self.user)

@@ -34,7 +34,7 @@ from threadloom.memory.model import (
 )
 from threadloom.memory.similarity import SimilarityFinder
 from threadloom.search.engine import SearchEngine
-from threadloom.search.model import Filters, MemoryScope
+from threadloom.search.model import Filters, MemoryScope, Viewer
 from threadloom.sessions import record_event
 from threadloom.store import documents, memories
 from threadloom.store.base import Reader, Store, Writer
@@ -53,13 +53,11 @@ class MemoryService:
         self,
         store: Store,
         engine: SearchEngine,
-        user: str,
         scoring_config: scoring.ScoringConfig | None = None,
         linking: LinkingConfig | None = None,
     ) -> None:
         self._store = store
         self._engine = engine
-        self.user = user
         self.scoring = scoring_config or scoring.ScoringConfig()
         self.linking = linking or LinkingConfig()
         self._similar = SimilarityFinder(store, engine)
@@ -77,19 +75,20 @@ class MemoryService:
         """Store a memory with its explicit edges; an exact duplicate or a replayed idempotency key
         returns the memory already there. `not_linked_to`: memories never auto-linked (an amend's
         predecessor, which gets a supersedes edge instead)."""
+        viewer = prov.viewer()
         if core_key is not None:
             check_core_key(core_key)
             if len(new.content) > MAX_CORE_CHARS:
                 raise InvalidInput(
                     f"a core memory is at most {MAX_CORE_CHARS:,} characters: it is shown in every brief"
                 )
-        self._require(tuple(link.target for link in new.related))
+        self._require(tuple(link.target for link in new.related), viewer)
         digest = content_digest(new.content)
-        earlier = self._store.read(lambda r: self._earlier(r, new, prov.project, digest))
+        earlier = self._store.read(lambda r: self._earlier(r, new, prov, digest))
         if earlier is not None:
             return earlier
         vector = self._similar.embed(new.content)
-        scope = MemoryScope(visible_to=self.user, project=prov.project, include_superseded=False)
+        scope = MemoryScope(viewer=viewer, project=prov.project, include_superseded=False)
         candidates = self._similar.similar(
             new.content, vector, Filters(kinds=("memory",), memory=scope), self.linking.conflict_scan
         )
@@ -112,12 +111,12 @@ class MemoryService:
         now = now_ms()
 
         def tx(w: Writer) -> Stored:
-            again = self._earlier(w, new, prov.project, digest)  # a racing writer may have stored it meanwhile
+            again = self._earlier(w, new, prov, digest)  # a racing writer may have stored it meanwhile
             if again is not None:
                 return again
-            self._require_in(w, tuple(link.target for link in new.related))
-            if core_key is not None and memories.by_core_key(w, prov.project, core_key) is not None:
-                raise InvalidInput(f"core key {core_key!r} is taken in this project; amend that memory instead")
+            self._require_in(w, tuple(link.target for link in new.related), viewer)
+            if core_key is not None and memories.by_core_key(w, viewer.user, prov.project, core_key) is not None:
+                raise InvalidInput(f"you already have core key {core_key!r} in this project; amend that memory instead")
             values = self._row(memory_id, new, prov, digest, now, core_key, core_priority)
             memories.insert(w, values)
             memory = memories.get(w, memory_id)
@@ -150,12 +149,14 @@ class MemoryService:
 
         return self._store.write(tx)
 
-    def _earlier(self, r: Reader, new: NewMemory, project: str | None, digest: str) -> Stored | None:
+    def _earlier(self, r: Reader, new: NewMemory, prov: Provenance, digest: str) -> Stored | None:
+        """What this user already stored under the same idempotency key or with the same content (another
+        user's memories never count: they must neither block a write nor reveal that they exist)."""
         if new.idempotency_key is not None:
-            seen = memories.by_idempotency_key(r, new.idempotency_key)
+            seen = memories.by_idempotency_key(r, prov.user, new.idempotency_key)
             if seen is not None:
                 return Stored(seen, False, replayed=True)
-        same = memories.by_content(r, project, digest)
+        same = memories.by_content(r, prov.user, prov.project, digest)
         if same is not None:
             return Stored(same, False, duplicate_of=same.id)
         return None
@@ -180,7 +181,8 @@ class MemoryService:
             "entities": json.dumps(entities),
             "project": prov.project,
             "visibility": new.visibility,
-            "owner": self.user,
+            "owner": prov.user,
+            "org": prov.viewer().org,
             "status": "active",
             "pinned": int(new.pinned or core_key is not None),
             "core_key": core_key,
@@ -212,14 +214,14 @@ class MemoryService:
             raise InvalidInput("give either content (a new memory) or by (an existing memory that replaces it)")
         if reason is not None and len(reason) > 1_000:
             raise InvalidInput("a reason is at most 1,000 characters")
-        old = self.get(memory_id)
+        old = self.owned(memory_id, prov, "amend")
         if old.superseded_by:
             raise InvalidInput(f"{memory_id} was already superseded by {old.superseded_by}; amend that one instead")
         if by is not None:
             check_id(by)
             if by == memory_id:
                 raise InvalidInput("a memory cannot supersede itself")
-            replacement = self.get(by)
+            replacement = self.get(by, prov)
         else:
             assert content is not None
             new = NewMemory(
@@ -243,13 +245,15 @@ class MemoryService:
             if current is None or current.superseded_by:
                 raise InvalidInput(f"{memory_id} changed meanwhile; look it up again")
             edge = Edge(replacement.id, memory_id, "supersedes", 1.0, "explicit", now, reason)
-            if not _has_edge(w, edge):
+            if not memories.has_edge(w, edge.source, edge.target, edge.type):
                 memories.insert_edge(w, edge, prov.session_id)
             changes: dict[str, Any] = {
                 "superseded_by": replacement.id,
                 "valid_to": max(replacement.valid_from, old.valid_from),
             }
-            if old.core_key is not None:  # the core slot moves to the correction
+            if old.core_key is not None:  # the core slot moves to the correction, which must be theirs too
+                if replacement.owner != prov.user:
+                    raise InvalidInput(f"{memory_id} is core memory: only a memory of yours may replace it")
                 changes |= {"core_key": None, "core_priority": None}
                 memories.update(w, memory_id, **changes)
                 memories.update(w, replacement.id, core_key=old.core_key, core_priority=old.core_priority, pinned=1)
@@ -272,13 +276,15 @@ class MemoryService:
         check_id(source)
         if source == target:
             raise InvalidInput("an edge needs two different memories")
-        self._require((source, target))
+        self.owned(source, prov, "link from")
+        viewer = prov.viewer()
+        self._require((target,), viewer)
         now = now_ms()
 
         def tx(w: Writer) -> Edge:
-            self._require_in(w, (source, target))
+            self._require_in(w, (source, target), viewer)
             edge = Edge(source, target, requested.type, 1.0, "explicit", now, reason)
-            if _has_edge(w, edge):
+            if memories.has_edge(w, edge.source, edge.target, edge.type):
                 raise InvalidInput(f"{source} --{edge_type}--> {target} already exists")
             if edge_type in ACYCLIC_TYPES and memories.reaches(w, target, source, (edge_type,)):
                 raise InvalidInput(
@@ -295,18 +301,16 @@ class MemoryService:
     # flags
 
     def pin(self, memory_id: str, pinned: bool, prov: Provenance) -> Memory:
-        memory = self.get(check_id(memory_id))
+        memory = self.owned(check_id(memory_id), prov, "pin")
         if not pinned and memory.is_core:
             raise InvalidInput(f"{memory_id} is a core memory ({memory.core_key}); remove it from core to unpin it")
         return self.update_flags(memory_id, prov, "memory.pinned" if pinned else "memory.unpinned", pinned=int(pinned))
 
     def promote(self, memory_id: str, visibility: str, prov: Provenance) -> Memory:
         """Widen who sees a memory (private -> project -> org); only its owner may."""
-        memory = self.get(check_id(memory_id))
+        memory = self.owned(check_id(memory_id), prov, "promote")
         if visibility not in VISIBILITIES:
             raise InvalidInput(f"visibility must be one of {', '.join(VISIBILITIES)}")
-        if memory.owner != self.user:
-            raise InvalidInput(f"only the owner ({memory.owner}) may promote {memory_id}")
         if VISIBILITIES.index(visibility) <= VISIBILITIES.index(memory.visibility):
             raise InvalidInput(f"{memory_id} is already {memory.visibility}; promotion only widens visibility")
         return self.update_flags(memory_id, prov, "memory.promoted", visibility=visibility)
@@ -314,8 +318,10 @@ class MemoryService:
     def update_flags(self, memory_id: str, prov: Provenance, event: str, **changes: Any) -> Memory:
         now = now_ms()
 
+        viewer = prov.viewer()
+
         def tx(w: Writer) -> Memory:
-            self._require_in(w, (memory_id,))
+            self._require_in(w, (memory_id,), viewer)
             memories.update(w, memory_id, **changes)
             memory = self._rescore(w, memory_id, now)
             record_event(w, prov, event, {"id": memory_id} | {k: v for k, v in changes.items() if k != "content"})
@@ -326,8 +332,8 @@ class MemoryService:
     # delete and restore
 
     def delete(self, memory_id: str, prov: Provenance) -> dict[str, Any]:
-        """Delete a memory and its edges for good (no archive)."""
-        self.get(check_id(memory_id))
+        """Delete a memory and its edges for good (no archive); only its owner may."""
+        self.owned(check_id(memory_id), prov, "delete")
 
         def tx(w: Writer) -> dict[str, Any]:
             edges = memories.edges_touching(w, [memory_id])
@@ -352,24 +358,33 @@ class MemoryService:
     def _rescore(self, w: Writer, memory_id: str, now: int) -> Memory:
         return rescore(w, self.scoring, memory_id, now)
 
-    def _require(self, ids: tuple[str, ...]) -> None:
-        self._store.read(lambda r: self._require_in(r, ids))
+    def _require(self, ids: tuple[str, ...], viewer: Viewer) -> None:
+        self._store.read(lambda r: self._require_in(r, ids, viewer))
 
-    def _require_in(self, r: Reader, ids: tuple[str, ...]) -> None:
-        found = memories.get_many(r, list(ids))
+    def _require_in(self, r: Reader, ids: tuple[str, ...], viewer: Viewer) -> None:
+        found = memories.get_many(r, list(ids), viewer)
         for mid in ids:
-            memory = found.get(mid)
-            if memory is None or not self._visible(memory):
+            if mid not in found:
                 raise NotFound(f"no memory {mid}; nothing was written")
 
-    def get(self, memory_id: str) -> Memory:
-        memory = self._store.read(lambda r: memories.get(r, memory_id))
-        if memory is None or not self._visible(memory):
+    def get(self, memory_id: str, prov: Provenance) -> Memory:
+        """A memory the caller may see; any other id is "no memory", whether or not it exists."""
+        viewer = prov.viewer()
+        memory = self._store.read(lambda r: memories.get(r, memory_id, viewer))
+        if memory is None:
             raise NotFound(f"no memory {memory_id}")
         return memory
 
-    def _visible(self, memory: Memory) -> bool:
-        return memory.visible_to(self.user)
+    def owned(self, memory_id: str, prov: Provenance, action: str) -> Memory:
+        """A memory the caller owns. Only its owner may change a memory: others who see a shared one
+        correct it with a memory of their own, linked to it (`contradicts`)."""
+        memory = self.get(check_id(memory_id), prov)
+        if memory.owner != prov.user:
+            raise InvalidInput(
+                f"only the owner of {memory_id} may {action} it; store your own memory and link it "
+                "(related: contradicts or refines) instead"
+            )
+        return memory
 
 
 def rescore(w: Writer, config: scoring.ScoringConfig, memory_id: str, now: int) -> Memory:
@@ -382,7 +397,3 @@ def rescore(w: Writer, config: scoring.ScoringConfig, memory_id: str, now: int) 
     status = scoring.lifecycle_status(config, b.score)
     memories.update(w, memory_id, decay_score=b.score, status=status, scored_at=now)
     return replace(memory, decay_score=b.score, status=status)
-
-
-def _has_edge(r: Reader, edge: Edge) -> bool:
-    return memories.has_edge(r, edge.source, edge.target, edge.type)

@@ -39,10 +39,23 @@ class Document:
 
 
 @dataclass(frozen=True)
+class Viewer:
+    """Who is reading: the one rule of who may see a memory is written against this (store/documents.py).
+
+    Its owner sees a memory wherever it is; `project` memories are seen from their project;
+    `org` memories by everyone of the owner's organisation, from every project.
+    """
+
+    user: str
+    project: str | None
+    org: str
+
+
+@dataclass(frozen=True)
 class MemoryScope:
     """Conditions on the memory graph's own columns, for searches over memories (kind `memory`)."""
 
-    visible_to: str | None = None  # owner: their private memories plus everything shared
+    viewer: Viewer | None = None  # None only for jobs that act on every user's memories
     project: str | None = None  # this project's memories and those of no project
     categories: tuple[str, ...] = ()
     entity: str | None = None

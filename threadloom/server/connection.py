@@ -14,7 +14,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 
 from threadloom.agents import FORWARDED_ENV
-from threadloom.identity import Provenance, detect_vendor, parent_session_from, project_root, session_id_from
+from threadloom.identity import (
+    Identity,
+    Provenance,
+    detect_vendor,
+    parent_session_from,
+    project_root,
+    session_id_from,
+)
 from threadloom.runtime import Runtime
 from threadloom.sessions import SessionInfo
 
@@ -54,6 +61,7 @@ class ConnectionState:
                     await self.runtime.call(self.runtime.sessions.touch, self.session.id)
                 return self.session
             client = ctx.session.client_params.client_info if ctx.session.client_params else None
+            who = self.identity()
             roots = await self._client_roots(ctx)
             root = project_root(self.env, roots, self.cwd)
             previous = self.session
@@ -69,12 +77,20 @@ class ConnectionState:
                 client_name=client.name if client else None,
                 client_version=client.version if client else None,
                 parent_id=parent_session_from(self.env.get("THREADLOOM_PARENT_SESSION")),
+                user=who.user,
+                author=who.author,
+                org=who.org,
             )
             await self.runtime.call(self.runtime.sessions.open, info)
             self.session, self.roots_stale, self._last_touch = info, False, time.monotonic()
             self.runtime.live[info.id] = info
             self.runtime.start_embedder()  # after the handshake, never in a session's way
             return info
+
+    def identity(self) -> Identity:
+        """Whom this session acts for (raises InvalidInput for a malformed THREADLOOM_USER and the like)."""
+        settings = self.runtime.settings
+        return Identity.of(self.env, settings.user, settings.author, settings.org)
 
     async def _client_roots(self, ctx: ServerRequestContext[Any, Any]) -> list[str]:
         if self.env.get("THREADLOOM_ROOT"):
@@ -111,6 +127,8 @@ def local_connection(runtime: Runtime, toolset: frozenset[str]) -> ConnectionSta
     )
 
 
+# The per-session settings an HTTP client may pass as headers. Never who it is: one HTTP server serves one
+# user (its own THREADLOOM_USER / _AUTHOR / _ORG), and the identity headers are refused before they get here.
 _HTTP_HEADER_ENV = {
     "x-threadloom-root": "THREADLOOM_ROOT",
     "x-threadloom-session-id": "THREADLOOM_SESSION_ID",
@@ -122,11 +140,16 @@ HTTP_STATE_TTL_S = 3600.0
 
 
 class HttpConnections:
-    """HTTP clients share one server-wide state; this finds each one's connection by MCP session id."""
+    """HTTP clients share one server-wide state; this finds each one's connection by MCP session id.
 
-    def __init__(self, runtime: Runtime, toolset_for: Any) -> None:
+    `new_state(**fields) -> ConnectionState` makes each connection's state (the HTTP server passes one
+    that checks the roots a client names).
+    """
+
+    def __init__(self, runtime: Runtime, toolset_for: Any, new_state: Any = ConnectionState) -> None:
         self._runtime = runtime
         self._toolset_for = toolset_for
+        self._new_state = new_state
         self._states: dict[str, tuple[ConnectionState, float]] = {}
 
     def get(self, ctx: ServerRequestContext[Any, Any]) -> ConnectionState:
@@ -136,7 +159,7 @@ class HttpConnections:
         found = self._states.get(key)
         if found is None:
             env = {var: headers[h] for h, var in _HTTP_HEADER_ENV.items() if h in headers}
-            state = ConnectionState(
+            state: ConnectionState = self._new_state(
                 runtime=self._runtime,
                 transport="http",
                 env=env,

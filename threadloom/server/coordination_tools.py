@@ -146,7 +146,7 @@ async def tasks(
     ctx: Context,
     task_id: Annotated[str | None, Field(description="One task, with its log tail and signals.")] = None,
     log_lines: Annotated[int, Field(ge=0, le=500, description="Lines of the log to show.")] = 40,
-    all_sessions: Annotated[bool, Field(description="List every session's tasks, not just yours.")] = False,
+    all_sessions: Annotated[bool, Field(description="Tasks of all your sessions, not just this one.")] = False,
 ) -> dict[str, Any]:
     """Your spawned tasks, newest first; or one task with its log tail and the signals it sent.
 
@@ -155,8 +155,8 @@ async def tasks(
     runtime, prov = await caller(ctx)
     if task_id is None:
         return {"tasks": await runtime.call(runtime.spawner.tasks, prov, all_sessions)}
-    task = await runtime.call(runtime.spawner.status, task_id)
-    tail = await runtime.call(runtime.spawner.log_tail, task_id, log_lines) if log_lines else ""
+    task = await runtime.call(runtime.spawner.status, task_id, prov)
+    tail = await runtime.call(runtime.spawner.log_tail, task_id, prov, log_lines) if log_lines else ""
     return {"task": task, "log_tail": tail, "signals": await runtime.call(runtime.spawner.task_signals, task_id)}
 
 
@@ -177,7 +177,7 @@ async def tournament(
     tid = await runtime.call(runtime.spawner.tournament, prov, prompt, roles, agent, model, timeout_s)
     deadline = anyio.current_time() + wait_s
     while True:
-        digest = await runtime.call(runtime.spawner.digest, tid)
+        digest = await runtime.call(runtime.spawner.digest, tid, prov)
         if digest["finished"] or anyio.current_time() >= deadline:
             return digest
         await anyio.sleep(0.5)

@@ -245,8 +245,8 @@ async def memory_traverse(
     Returns {nodes: [{id, summary, status, activation, is_core, depth}], edges: [{source, target, type,
     weight, made_by, created_at}], caveats: [...]}.
     """
-    runtime, _ = await caller(ctx)
-    return await runtime.call(runtime.recall.traverse, memory_id, depth, tuple(edge_types or ()), direction)
+    runtime, prov = await caller(ctx)
+    return await runtime.call(runtime.recall.traverse, memory_id, prov, depth, tuple(edge_types or ()), direction)
 
 
 async def memory_explain(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
@@ -256,18 +256,18 @@ async def memory_explain(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
     edges, recalls}}, status: {stored, by_score_now}, edges_by_type, superseded_by,
     would_be_forgotten_now, kept_because: [...], config}.
     """
-    runtime, _ = await caller(ctx)
-    return await runtime.call(runtime.recall.explain, memory_id)
+    runtime, prov = await caller(ctx)
+    return await runtime.call(runtime.recall.explain, memory_id, prov)
 
 
 async def memory_stats(ctx: Context) -> dict[str, Any]:
-    """Counts of the memory graph.
+    """Counts of the memory graph you can see: your memories and those shared with you.
 
     Returns {memories, by_status, by_category, pinned, core, superseded, mean_decay_score, edges,
     edges_by_type, edges_by_maker, archived, last_maintenance}.
     """
-    runtime, _ = await caller(ctx)
-    return await runtime.call(runtime.recall.stats)
+    runtime, prov = await caller(ctx)
+    return await runtime.call(runtime.recall.stats, prov)
 
 
 async def memory_pin(
@@ -322,7 +322,7 @@ async def memory_maintain(
     runtime, prov = await caller(ctx)
     if restore is not None:
         return (await runtime.call(runtime.maintenance.restore, restore, prov)).as_dict()
-    return (await runtime.call(runtime.maintenance.run, dry_run)).as_dict()
+    return (await runtime.call(runtime.maintenance.run, dry_run, None, prov.viewer())).as_dict()
 
 
 MEMORY_TOOLS: tuple[ToolDef, ...] = (

@@ -21,7 +21,9 @@ from threadloom.status import versions
 
 async def status(
     ctx: Context,
-    recent_events: Annotated[int, Field(ge=0, le=100, description="Also list this many latest journal events.")] = 0,
+    recent_events: Annotated[
+        int, Field(ge=0, le=100, description="Also list this many latest journal events of your sessions.")
+    ] = 0,
 ) -> dict[str, Any]:
     """Show threadloom's health: the store, this session and the running server.
 
@@ -59,7 +61,11 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
         "search": {"embedder": runtime.embedder_state(), "vectors": await runtime.call(runtime.search.coverage)},
         "versions": versions(runtime.store),
         "unread_signals": await runtime.call(runtime.signals.unread_count, info.provenance()) if info else None,
-    } | ({"events": await runtime.call(runtime.status.recent_events, recent_events)} if recent_events else {})
+    } | (
+        {"events": await runtime.call(runtime.status.recent_events, info.user, recent_events)}
+        if recent_events and info is not None
+        else {}
+    )
 
 
 TOOLS: tuple[ToolDef, ...] = (

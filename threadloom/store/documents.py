@@ -14,9 +14,11 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from threadloom.search.model import Document, Filters, MemoryScope
+from threadloom.search.model import Document, Filters
 from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Row, Writer
+from threadloom.store.sql import placeholders
+from threadloom.store.visibility import memory_scope_sql
 
 # Postings one full-text query may score: ~15 ms of BM25 at the ~1.5 µs each measured in bench/memory.py.
 POSTINGS_BUDGET = 10_000
@@ -27,12 +29,6 @@ _COLUMNS = "d.id, d.kind, d.ref, d.project, d.thread, d.source, d.status, d.body
 
 def content_hash(doc: Document) -> str:
     return hashlib.blake2b(f"{doc.title}\0{doc.body}".encode(), digest_size=16).hexdigest()
-
-
-def placeholders(prefix: str, values: Sequence[Any]) -> tuple[str, dict[str, Any]]:
-    """`:p0, :p1, ...` for an IN list, and the parameters they name."""
-    params = {f"{prefix}{n}": v for n, v in enumerate(values)}
-    return ", ".join(":" + k for k in params), params
 
 
 def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
@@ -64,41 +60,6 @@ def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
         memory_where, memory_params = memory_scope_sql(filters.memory)
         clauses.append(f"d.kind = 'memory' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = d.ref AND {memory_where})")
         params.update(memory_params)
-    return " AND ".join(clauses), params
-
-
-def memory_scope_sql(scope: MemoryScope) -> tuple[str, dict[str, Any]]:
-    """SQL conditions on alias `m` (the memories table); always a valid expression."""
-    clauses = ["1 = 1"]
-    params: dict[str, Any] = {}
-    if scope.visible_to is not None:
-        clauses.append("(m.owner = :m_user OR m.visibility <> 'private')")
-        params["m_user"] = scope.visible_to
-    if scope.project is not None:
-        clauses.append("(m.project = :m_project OR m.project IS NULL)")
-        params["m_project"] = scope.project
-    if scope.categories:
-        keys, named = placeholders("m_cat", scope.categories)
-        clauses.append(f"m.category IN ({keys})")
-        params.update(named)
-    if scope.entity is not None:
-        clauses.append("EXISTS (SELECT 1 FROM memory_entities e WHERE e.memory_id = m.id AND e.entity = :m_entity)")
-        params["m_entity"] = scope.entity
-    if scope.as_of is not None:
-        clauses.append(
-            "m.created_at <= :m_as_of AND m.valid_from <= :m_as_of AND (m.valid_to IS NULL OR m.valid_to > :m_as_of)"
-        )
-        params["m_as_of"] = scope.as_of
-    elif not scope.include_superseded:
-        clauses.append("m.superseded_by IS NULL")
-    if scope.created_since is not None:
-        clauses.append("m.created_at >= :m_created")
-        params["m_created"] = scope.created_since
-    if scope.active_since is not None:
-        clauses.append("m.last_reactivated_at >= :m_active")
-        params["m_active"] = scope.active_since
-    if scope.pinned_or_core:
-        clauses.append("(m.pinned = 1 OR m.core_key IS NOT NULL)")
     return " AND ".join(clauses), params
 
 

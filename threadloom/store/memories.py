@@ -9,9 +9,10 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from threadloom.memory.model import Edge, Memory
-from threadloom.search.model import MemoryScope
+from threadloom.search.model import MemoryScope, Viewer
 from threadloom.store.base import Reader, Row, Writer
-from threadloom.store.documents import memory_scope_sql, placeholders
+from threadloom.store.sql import placeholders
+from threadloom.store.visibility import memory_scope_sql, seen_by, visibility_sql
 
 _CHUNK = 400
 
@@ -61,10 +62,10 @@ def to_edge(row: Row) -> Edge:
 
 def insert(w: Writer, values: dict[str, Any]) -> None:
     w.execute(
-        "INSERT INTO memories (id, content, summary, category, kind, entities, project, visibility, owner, status, "
-        "pinned, core_key, core_priority, session_id, vendor, origin, content_hash, idempotency_key, created_at, "
+        "INSERT INTO memories (id, content, summary, category, kind, entities, project, visibility, owner, org, "
+        "status, pinned, core_key, core_priority, session_id, vendor, origin, content_hash, request_key, created_at, "
         "last_reactivated_at, reactivation_count, valid_from, valid_to, superseded_by, decay_score, scored_at) "
-        "VALUES (:id, :content, :summary, :category, :kind, :entities, :project, :visibility, :owner, :status, "
+        "VALUES (:id, :content, :summary, :category, :kind, :entities, :project, :visibility, :owner, :org, :status, "
         ":pinned, :core_key, :core_priority, :session_id, :vendor, :origin, :content_hash, :idempotency_key, "
         ":created_at, :created_at, 0, :valid_from, NULL, NULL, :decay_score, :created_at)",
         values,
@@ -76,37 +77,42 @@ def insert(w: Writer, values: dict[str, Any]) -> None:
         )
 
 
-def get(r: Reader, memory_id: str) -> Memory | None:
-    row = r.one("SELECT * FROM memories WHERE id = :id", {"id": memory_id})
+def get(r: Reader, memory_id: str, viewer: Viewer | None = None) -> Memory | None:
+    """The memory, if it exists and (given a viewer) that viewer may see it."""
+    seen, params = seen_by(viewer)
+    row = r.one(f"SELECT * FROM memories m WHERE m.id = :id AND {seen}", params | {"id": memory_id})
     return to_memory(row) if row else None
 
 
-def get_many(r: Reader, ids: Sequence[str]) -> dict[str, Memory]:
+def get_many(r: Reader, ids: Sequence[str], viewer: Viewer | None = None) -> dict[str, Memory]:
+    seen, seen_params = seen_by(viewer)
     found: dict[str, Memory] = {}
     for start in range(0, len(ids), _CHUNK):
         keys, params = placeholders("i", ids[start : start + _CHUNK])
         found.update(
-            (row["id"], to_memory(row)) for row in r.rows(f"SELECT * FROM memories WHERE id IN ({keys})", params)
+            (row["id"], to_memory(row))
+            for row in r.rows(f"SELECT * FROM memories m WHERE m.id IN ({keys}) AND {seen}", params | seen_params)
         )
     return found
 
 
-def by_idempotency_key(r: Reader, key: str) -> Memory | None:
-    row = r.one("SELECT * FROM memories WHERE idempotency_key = :k", {"k": key})
+def by_idempotency_key(r: Reader, owner: str, key: str) -> Memory | None:
+    row = r.one("SELECT * FROM memories WHERE owner = :o AND request_key = :k", {"o": owner, "k": key})
     return to_memory(row) if row else None
 
 
-def by_content(r: Reader, project: str | None, digest: str) -> Memory | None:
+def by_content(r: Reader, owner: str, project: str | None, digest: str) -> Memory | None:
     row = r.one(
-        "SELECT * FROM memories WHERE COALESCE(project, '') = :p AND content_hash = :h",
-        {"p": project or "", "h": digest},
+        "SELECT * FROM memories WHERE owner = :o AND COALESCE(project, '') = :p AND content_hash = :h",
+        {"o": owner, "p": project or "", "h": digest},
     )
     return to_memory(row) if row else None
 
 
-def by_core_key(r: Reader, project: str | None, key: str) -> Memory | None:
+def by_core_key(r: Reader, owner: str, project: str | None, key: str) -> Memory | None:
     row = r.one(
-        "SELECT * FROM memories WHERE COALESCE(project, '') = :p AND core_key = :k", {"p": project or "", "k": key}
+        "SELECT * FROM memories WHERE owner = :o AND COALESCE(project, '') = :p AND core_key = :k",
+        {"o": owner, "p": project or "", "k": key},
     )
     return to_memory(row) if row else None
 
@@ -151,10 +157,15 @@ def core(r: Reader, scope: MemoryScope, categories: Sequence[str]) -> list[Memor
     return [to_memory(row) for row in rows]
 
 
-def core_candidates(r: Reader, scope: MemoryScope, categories: Sequence[str], min_score: float) -> list[Memory]:
+def core_candidates(
+    r: Reader, scope: MemoryScope, owner: str, categories: Sequence[str], min_score: float
+) -> list[Memory]:
+    """`owner`'s memories of `categories` that scored enough to be offered as core."""
     if not categories:
         return []
     where, params = memory_scope_sql(scope)
+    where += " AND m.owner = :c_owner"
+    params["c_owner"] = owner
     keys, cat_params = placeholders("c", list(categories))
     rows = r.rows(
         f"SELECT m.* FROM memories m WHERE m.core_key IS NULL AND m.superseded_by IS NULL AND m.category IN ({keys}) "
@@ -171,46 +182,6 @@ def update(w: Writer, memory_id: str, **changes: Any) -> None:
 
 def delete(w: Writer, memory_id: str) -> bool:
     return w.execute("DELETE FROM memories WHERE id = :id", {"id": memory_id}) > 0
-
-
-def scoring_inputs(r: Reader, after: str, limit: int) -> list[tuple[Any, ...]]:
-    """A page of what scoring needs, by id: (id, last_reactivated_at, recalls, degree, pinned, core, visibility,
-    status, decay_score, category)."""
-    return r.tuples(
-        "SELECT m.id, m.last_reactivated_at, m.reactivation_count, "
-        "(SELECT count(*) FROM memory_edges e WHERE e.source = m.id) + "
-        "(SELECT count(*) FROM memory_edges e WHERE e.target = m.id), "
-        "m.pinned, m.core_key IS NOT NULL, m.visibility, m.status, m.decay_score, m.category "
-        "FROM memories m WHERE m.id > :after ORDER BY m.id LIMIT :limit",
-        {"after": after, "limit": limit},
-    )
-
-
-def counts(r: Reader) -> dict[str, Any]:
-    by_status = dict(r.tuples("SELECT status, count(*) FROM memories GROUP BY status"))
-    by_category = dict(
-        r.tuples("SELECT COALESCE(category, '-'), count(*) FROM memories GROUP BY 1 ORDER BY 2 DESC LIMIT 20")
-    )
-    by_type = dict(r.tuples("SELECT type, count(*) FROM memory_edges GROUP BY type"))
-    by_maker = dict(r.tuples("SELECT made_by, count(*) FROM memory_edges GROUP BY made_by"))
-    row = r.one(
-        "SELECT count(*) AS total, COALESCE(sum(pinned), 0) AS pinned, count(core_key) AS core, "
-        "count(superseded_by) AS superseded, COALESCE(avg(decay_score), 0) AS mean_score FROM memories"
-    )
-    assert row is not None
-    return {
-        "memories": int(row["total"]),
-        "by_status": by_status,
-        "by_category": by_category,
-        "pinned": int(row["pinned"]),
-        "core": int(row["core"]),
-        "superseded": int(row["superseded"]),
-        "mean_decay_score": round(float(row["mean_score"]), 4),
-        "edges": sum(by_type.values()),
-        "edges_by_type": by_type,
-        "edges_by_maker": by_maker,
-        "archived": int(r.scalar("SELECT count(*) FROM memory_archive")),
-    }
 
 
 # edges
@@ -278,19 +249,23 @@ def degrees(r: Reader, ids: Sequence[str]) -> dict[str, int]:
     return {str(ref): int(n) for ref, n in rows}
 
 
-def causes(r: Reader, ids: Sequence[str], depth: int) -> list[tuple[str, str, int]]:
-    """(memory, cause, hops) along caused_by edges, up to `depth` hops, nearest first."""
+def causes(r: Reader, ids: Sequence[str], depth: int, viewer: Viewer) -> list[tuple[str, str, int]]:
+    """(memory, cause, hops) along caused_by edges, up to `depth` hops, nearest first, through causes `viewer`
+    may see only."""
     if not ids:
         return []
+    seen, params = visibility_sql(viewer)
     rows = r.tuples(
-        """WITH RECURSIVE chain(root, id, hops) AS (
+        f"""WITH RECURSIVE chain(root, id, hops) AS (
                SELECT e.source, e.target, 1 FROM json_each(:ids) j
                    CROSS JOIN memory_edges e ON e.source = j.value AND e.type = 'caused_by'
+                   JOIN memories m ON m.id = e.target WHERE {seen}
                UNION
                SELECT c.root, e.target, c.hops + 1 FROM chain c
-                   JOIN memory_edges e ON e.source = c.id AND e.type = 'caused_by' WHERE c.hops < :depth)
+                   JOIN memory_edges e ON e.source = c.id AND e.type = 'caused_by'
+                   JOIN memories m ON m.id = e.target WHERE c.hops < :depth AND {seen})
            SELECT root, id, min(hops) AS hops FROM chain GROUP BY root, id ORDER BY root, hops, id""",
-        {"ids": json.dumps(list(ids)), "depth": depth},
+        params | {"ids": json.dumps(list(ids)), "depth": depth},
     )
     return [(str(root), str(cause), int(hops)) for root, cause, hops in rows]
 
@@ -316,64 +291,4 @@ def reaches(r: Reader, start: str, goal: str, types: Iterable[str]) -> bool:
                 SELECT EXISTS (SELECT 1 FROM walk WHERE id = :goal)""",
             params | {"start": start, "goal": goal},
         )
-    )
-
-
-# the prune archive
-
-
-def archive(w: Writer, memory_id: str, payload: dict[str, Any], now: int) -> None:
-    w.execute(
-        "INSERT OR REPLACE INTO memory_archive (id, payload, pruned_at) VALUES (:id, :payload, :now)",
-        {"id": memory_id, "payload": json.dumps(payload, separators=(",", ":")), "now": now},
-    )
-
-
-def archived(r: Reader, memory_id: str) -> tuple[dict[str, Any], int] | None:
-    row = r.one("SELECT payload, pruned_at FROM memory_archive WHERE id = :id", {"id": memory_id})
-    return (json.loads(row["payload"]), int(row["pruned_at"])) if row else None
-
-
-def unarchive(w: Writer, memory_id: str) -> None:
-    w.execute("DELETE FROM memory_archive WHERE id = :id", {"id": memory_id})
-
-
-def purge_archive(w: Writer, before: int) -> int:
-    return w.execute("DELETE FROM memory_archive WHERE pruned_at < :before", {"before": before})
-
-
-def raw_row(r: Reader, memory_id: str) -> dict[str, Any] | None:
-    row = r.one("SELECT * FROM memories WHERE id = :id", {"id": memory_id})
-    return dict(row) if row else None
-
-
-def restore_row(w: Writer, row: dict[str, Any]) -> None:
-    columns = list(row)
-    w.execute(
-        f"INSERT INTO memories ({', '.join(columns)}) VALUES ({', '.join(':' + c for c in columns)})",
-        row,
-    )
-    for entity in json.loads(row["entities"]):
-        w.execute(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity) VALUES (:id, :entity)",
-            {"id": row["id"], "entity": entity},
-        )
-
-
-# core preferences
-
-
-def preferences(r: Reader, scope: str) -> dict[str, list[str]]:
-    row = r.one("SELECT auto, approval, excluded FROM memory_preferences WHERE scope = :s", {"s": scope})
-    if row is None:
-        return {"auto": [], "approval": [], "excluded": []}
-    return {name: json.loads(row[name]) for name in ("auto", "approval", "excluded")}
-
-
-def set_preferences(w: Writer, scope: str, prefs: dict[str, list[str]], now: int) -> None:
-    w.execute(
-        "INSERT INTO memory_preferences (scope, auto, approval, excluded, updated_at) "
-        "VALUES (:s, :auto, :approval, :excluded, :now) ON CONFLICT (scope) DO UPDATE SET "
-        "auto = excluded.auto, approval = excluded.approval, excluded = excluded.excluded, updated_at = :now",
-        {"s": scope, "now": now} | {k: json.dumps(v) for k, v in prefs.items()},
     )

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from threadloom.store.migrations_owners import M014_OWNERS_SQL
+
 
 @dataclass(frozen=True)
 class Migration:
@@ -366,6 +368,8 @@ M013_SEARCH_GENERATION = Migration(
     + _GENERATION_TRIGGERS,
 )
 
+M014_OWNERS = Migration("m014_owners", M014_OWNERS_SQL)
+
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -380,6 +384,7 @@ MIGRATIONS: Sequence[Migration] = (
     M011_TASKS,
     M012_TASK_USAGE,
     M013_SEARCH_GENERATION,
+    M014_OWNERS,
 )
 
 BOOTSTRAP_SQL = """

@@ -59,13 +59,15 @@ class NoteService:
         return self._add(prov, text, "quote", target)
 
     def notes(self, prov: Provenance, thread_id: str | None = None, limit: int = 50) -> list[Note]:
+        """A thread's notes (shared with the project) and the caller's own quotes (a person's words are theirs)."""
         project = self._threads.project(prov)
         thread = self._threads.thread(prov, thread_id).id
         rows = self._store.read(
             lambda r: r.rows(
                 "SELECT id, thread, kind, text, created_at FROM thread_notes WHERE repo = :repo AND project = :p "
-                "AND (thread = :t OR (thread IS NULL AND kind = 'quote')) ORDER BY id DESC LIMIT :limit",
-                {"repo": str(repo_of(prov)), "p": project.id, "t": thread, "limit": limit},
+                "AND (thread = :t OR (thread IS NULL AND kind = 'quote')) "
+                "AND (kind <> 'quote' OR owner = :owner) ORDER BY id DESC LIMIT :limit",
+                {"repo": str(repo_of(prov)), "p": project.id, "t": thread, "limit": limit, "owner": prov.viewer().user},
             )
         )
         return [Note(**row) for row in rows]
@@ -76,12 +78,13 @@ class NoteService:
         if thread is not None:
             check_thread_id(thread)
         project = self._threads.project(prov)
+        owner = prov.viewer().user
         now = now_ms()
 
         def tx(w: Writer) -> Note:
             note_id = w.insert(
-                "INSERT INTO thread_notes (repo, project, thread, kind, text, session_id, vendor, created_at) "
-                "VALUES (:repo, :p, :t, :k, :text, :s, :v, :now)",
+                "INSERT INTO thread_notes (repo, project, thread, kind, text, session_id, vendor, owner, created_at) "
+                "VALUES (:repo, :p, :t, :k, :text, :s, :v, :owner, :now)",
                 {
                     "repo": str(repo_of(prov)),
                     "p": project.id,
@@ -90,6 +93,7 @@ class NoteService:
                     "text": text,
                     "s": prov.session_id,
                     "v": prov.vendor,
+                    "owner": owner,
                     "now": now,
                 },
             )

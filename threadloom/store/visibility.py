@@ -1,0 +1,72 @@
+"""Who may see what: the one visibility rule for memories (and the filters built on it) and the one for
+sessions, as SQL conditions.
+
+Every read of memories (search, listing, core, stats, traverse, maintenance reports) goes through
+`visibility_sql`, so a new read path inherits the rule by being written with it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from threadloom.search.model import MemoryScope, Viewer
+from threadloom.store.sql import placeholders
+
+
+def visibility_sql(viewer: Viewer, alias: str = "m") -> tuple[str, dict[str, Any]]:
+    """The one rule of who may see a memory, as SQL on `alias` (a memories row)."""
+    return (
+        f"({alias}.owner = :v_user OR ({alias}.visibility = 'project' AND COALESCE({alias}.project, '') = :v_project) "
+        f"OR ({alias}.visibility = 'org' AND {alias}.org = :v_org))",
+        {"v_user": viewer.user, "v_project": viewer.project or "", "v_org": viewer.org},
+    )
+
+
+def session_seen_sql(viewer: Viewer, alias: str = "s") -> tuple[str, dict[str, Any]]:
+    """Which sessions a viewer may see, name or signal: their own user's anywhere, and anyone's in their
+    project (the people they work with there). A session of no user is nobody's peer."""
+    return (
+        f"({alias}.user = :s_user OR ({alias}.user IS NOT NULL AND COALESCE({alias}.project, '') = :s_project))",
+        {"s_user": viewer.user, "s_project": viewer.project or ""},
+    )
+
+
+def seen_by(viewer: Viewer | None) -> tuple[str, dict[str, Any]]:
+    """`visibility_sql`, or no condition for a job that acts on every user's memories."""
+    return visibility_sql(viewer) if viewer is not None else ("1 = 1", {})
+
+
+def memory_scope_sql(scope: MemoryScope) -> tuple[str, dict[str, Any]]:
+    """SQL conditions on alias `m` (the memories table); always a valid expression."""
+    clauses = ["1 = 1"]
+    params: dict[str, Any] = {}
+    if scope.viewer is not None:
+        sql, named = visibility_sql(scope.viewer)
+        clauses.append(sql)
+        params.update(named)
+    if scope.project is not None:
+        clauses.append("(m.project = :m_project OR m.project IS NULL OR m.visibility = 'org')")
+        params["m_project"] = scope.project
+    if scope.categories:
+        keys, named = placeholders("m_cat", scope.categories)
+        clauses.append(f"m.category IN ({keys})")
+        params.update(named)
+    if scope.entity is not None:
+        clauses.append("EXISTS (SELECT 1 FROM memory_entities e WHERE e.memory_id = m.id AND e.entity = :m_entity)")
+        params["m_entity"] = scope.entity
+    if scope.as_of is not None:
+        clauses.append(
+            "m.created_at <= :m_as_of AND m.valid_from <= :m_as_of AND (m.valid_to IS NULL OR m.valid_to > :m_as_of)"
+        )
+        params["m_as_of"] = scope.as_of
+    elif not scope.include_superseded:
+        clauses.append("m.superseded_by IS NULL")
+    if scope.created_since is not None:
+        clauses.append("m.created_at >= :m_created")
+        params["m_created"] = scope.created_since
+    if scope.active_since is not None:
+        clauses.append("m.last_reactivated_at >= :m_active")
+        params["m_active"] = scope.active_since
+    if scope.pinned_or_core:
+        clauses.append("(m.pinned = 1 OR m.core_key IS NOT NULL)")
+    return " AND ".join(clauses), params
