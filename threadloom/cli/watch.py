@@ -16,12 +16,15 @@ from threadloom.store.sqlite import open_store
 POLL_S = 0.5
 
 
-def _since(r: Reader, after: int) -> list[Row]:
+def _since(r: Reader, after: int, user: str) -> list[Row]:
+    """Signals sent by or to a session of `user` (a person watches their own agents, nobody else's)."""
+    mine = "SELECT id FROM sessions WHERE user = :u"
     return r.rows(
         "SELECT s.id, s.created_at, s.sender, s.kind, s.body, s.task, "
         "(SELECT group_concat(recipient, ', ') FROM signal_deliveries d WHERE d.signal_id = s.id) AS to_ "
-        "FROM signals s WHERE s.id > :a ORDER BY s.id LIMIT 500",
-        {"a": after},
+        f"FROM signals s WHERE s.id > :a AND (s.sender IN ({mine}) OR EXISTS (SELECT 1 FROM signal_deliveries d "
+        f"WHERE d.signal_id = s.id AND d.recipient IN ({mine}))) ORDER BY s.id LIMIT 500",
+        {"a": after, "u": user},
     )
 
 
@@ -29,13 +32,14 @@ def watch(
     once: Annotated[bool, typer.Option("--once", help="Print what is there and exit.")] = False,
     last: Annotated[int, typer.Option(help="Start with this many earlier signals.")] = 20,
 ) -> None:
-    """Show signals as they are sent: time, sender, kind, recipients and text. Ctrl-C stops."""
+    """Show signals to and from your agents' sessions as they are sent: time, sender, kind, recipients and
+    text (THREADLOOM_USER says whose). Ctrl-C stops."""
     s = settings()
     store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
     try:
         after = int(store.read(lambda r: r.scalar("SELECT COALESCE(max(id), 0) FROM signals"))) - last
         while True:
-            rows = store.read(partial(_since, after=after))
+            rows = store.read(partial(_since, after=after, user=s.user))
             for row in rows:
                 at = time.strftime("%H:%M:%S", time.localtime(row["created_at"] / 1000))
                 task = f" [{row['task']}]" if row["task"] else ""

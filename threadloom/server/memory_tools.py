@@ -69,7 +69,8 @@ async def memory_store(
     entities: Annotated[list[str] | None, Field(description="Names it is about (people, services, files).")] = None,
     related: Annotated[list[Related] | None, Field(description="Typed edges to existing memories.")] = None,
     visibility: Annotated[
-        Literal["private", "project", "org"], Field(description="Who may see it; promote later to widen.")
+        Literal["private", "project", "org"],
+        Field(description="private: you; project: anyone in this project; org: your organisation, every project."),
     ] = "private",
     idempotency_key: Annotated[
         str | None, Field(description="Your own key for this write: a retry with it returns the first result.")
@@ -152,7 +153,9 @@ async def memory_amend(
     reason: Annotated[str | None, Field(description="Why it changed (kept for audit).")] = None,
 ) -> dict[str, Any]:
     """Correct a memory: the new version supersedes the old, which is kept for audit, ranked down
-    in recall and closed (valid_to) where the new one begins. Give content or by, not both.
+    in recall and closed (valid_to) where the new one begins. Give content or by, not both. Only a
+    memory's owner may amend it: to correct someone else's shared memory, store your own and relate it
+    (contradicts).
 
     Returns {old: {...memory, superseded_by}, new: {...memory}, edge: {source, target, type: "supersedes", reason}}.
     """
@@ -273,7 +276,7 @@ async def memory_stats(ctx: Context) -> dict[str, Any]:
 async def memory_pin(
     ctx: Context, memory_id: MemoryId, pinned: Annotated[bool, Field(description="false unpins.")] = True
 ) -> dict[str, Any]:
-    """Pin a memory so it is never forgotten (or unpin it). Returns the memory."""
+    """Pin one of your memories so it is never forgotten (or unpin it). Returns the memory."""
     runtime, prov = await caller(ctx)
     return (await runtime.call(runtime.memory.pin, memory_id, pinned, prov)).as_dict()
 
@@ -289,7 +292,7 @@ async def memory_promote(
 
 
 async def memory_delete(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
-    """Delete a memory and all its edges, for good (prefer memory_amend for corrections).
+    """Delete one of your memories and all its edges, for good (prefer memory_amend for corrections).
 
     Returns {deleted, edges_deleted}.
     """
@@ -313,8 +316,8 @@ async def memory_maintain(
     dry_run: Annotated[bool, Field(description="Report what would change, change nothing.")] = True,
     restore: Annotated[str | None, Field(description="Instead: restore this pruned memory id.")] = None,
 ) -> dict[str, Any]:
-    """Run the maintenance pass (rescore, lifecycle, prune into a 30-day archive), or restore a
-    pruned memory. Dry run by default.
+    """Run the maintenance pass (rescore, lifecycle, prune into a 30-day archive), or restore one of
+    your pruned memories. Dry run by default; the report covers the memories you can see.
 
     Returns {dry_run, ran, scored, transitions, pruned, pruned_ids, promoted_to_core, archive_purged,
     skipped_reason} or, with restore, the restored memory.
