@@ -27,7 +27,7 @@ async def status(
 ) -> dict[str, Any]:
     """Show threadloom's health: the store, this session and the running server.
 
-    Returns {store: {path, schema_version, counts, open_sessions}, session: {id, vendor,
+    Returns {store: {path, schema_version, counts, open_sessions}, session: {id, user, vendor,
     project, transport, client}, server: {mode, pid, uptime_s, connections},
     search: {embedder: {setting, state, fingerprint}, vectors: [current, documents] or null}, versions,
     unread_signals (for this session),
@@ -44,6 +44,7 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
     if info is not None:
         session = {
             "id": info.id,
+            "user": info.user,
             "vendor": info.vendor,
             "project": info.project,
             "transport": info.transport,
