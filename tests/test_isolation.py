@@ -150,9 +150,7 @@ def test_only_the_owner_changes_a_shared_memory(world: World) -> None:
             change()
     private = world.put(BEN, "we might move to postgres 16", related=(Link(shared, "refines"),))
     assert world.recall.explain(shared, ANA)["edges_by_type"] == {}  # ben's private memory, and its edge, stay his
-    correction = world.put(
-        BEN, "we moved to postgres 16", visibility="project", related=(Link(shared, "contradicts"),)
-    )
+    correction = world.put(BEN, "we moved to postgres 16", visibility="project", related=(Link(shared, "contradicts"),))
     assert world.recall.explain(shared, ANA)["edges_by_type"] == {"contradicts": 1}
     assert private not in str(world.recall.traverse(shared, ANA))
     assert world.memory.get(correction, ANA).owner == "ben"
