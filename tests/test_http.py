@@ -3,93 +3,42 @@
 from __future__ import annotations
 
 import json
-import socket
-import subprocess
-import urllib.error
-import urllib.request
+import sqlite3
+import stat
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mcp import Client
-from mcp.client.streamable_http import streamable_http_client
-from mcp.shared._httpx_utils import create_mcp_http_client
 
-from tests.helpers import DEFAULT_TOOLS, PY, env_for, structured, wait_for
+from tests.helpers import DEFAULT_TOOLS, structured
+from tests.http_server import Served, client, git_repo, run_http, serve_http
 
 pytestmark = pytest.mark.anyio
 TOKEN = "s3cret-token"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}},
-}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def accepting(port: int) -> bool:
-    try:
-        socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-    except OSError:
-        return False
-    return True
 
 
 @pytest.fixture
-def http_server(home: Path, request: pytest.FixtureRequest) -> Iterator[int]:
+def repo(tmp_path: Path) -> Path:
+    """The folder the server starts in: a git repository, the one root it allows by default."""
+    return git_repo(tmp_path / "repo")
+
+
+@pytest.fixture
+def http_server(home: Path, repo: Path, request: pytest.FixtureRequest) -> Iterator[Served]:
     """A running `serve --http`; parametrize indirectly with a token, or (bind host, token)."""
     param = getattr(request, "param", None)
     bind, token = param if isinstance(param, tuple) else ("127.0.0.1", param)
-    port = free_port()
     extra = {"THREADLOOM_HTTP_TOKEN": token} if token else {}
-    proc = subprocess.Popen(
-        [PY, "-m", "threadloom", "serve", "--http", f"{bind}:{port}"],
-        env=env_for(home, **extra),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    try:
-        wait_for(lambda: accepting(port) or proc.poll() is not None, what="the HTTP server")
-        assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
-        yield port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        if proc.stderr:
-            proc.stderr.close()
+    with serve_http(home, repo, bind=bind, **extra) as served:
+        yield served
 
 
-def post(port: int, headers: dict[str, str]) -> tuple[int, str]:
-    req = urllib.request.Request(
-        f"http://127.0.0.1:{port}/mcp",
-        data=json.dumps(INIT).encode(),
-        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
-        method="POST",
-    )
-    try:
-        with urllib.request.urlopen(req, timeout=10) as resp:
-            return resp.status, resp.read().decode()
-    except urllib.error.HTTPError as err:
-        return err.code, err.read().decode()
-
-
-async def test_status_over_http(http_server: int, home: Path) -> None:
-    async with Client(f"http://127.0.0.1:{http_server}/mcp", mode="legacy") as client:
-        tools = await client.list_tools()
+async def test_status_over_http(http_server: Served, home: Path) -> None:
+    async with client(http_server) as c:
+        tools = await c.list_tools()
         assert [t.name for t in tools.tools] == list(DEFAULT_TOOLS)
-        st = structured(await client.call_tool("status", {}))
-        bad = await client.call_tool("status", {"recent_events": "x"})
+        st = structured(await c.call_tool("status", {}))
+        bad = await c.call_tool("status", {"recent_events": "x"})
     assert st["server"]["mode"] == "http"
     assert st["session"]["transport"] == "http"
     assert st["store"]["path"] == str(home / "threadloom.db")
@@ -97,57 +46,99 @@ async def test_status_over_http(http_server: int, home: Path) -> None:
     assert structured(bad)["retryable"] is False
 
 
-def test_a_foreign_origin_is_rejected(http_server: int) -> None:
-    status, body = post(http_server, {"Origin": "http://evil.example"})
+def test_a_foreign_origin_is_rejected(http_server: Served) -> None:
+    status, body = http_server.post({"Origin": "http://evil.example"})
     assert status == 403
     assert json.loads(body)["retryable"] is False
-    status, _ = post(http_server, {"Origin": f"http://localhost:{http_server}"})
+    status, _ = http_server.post({"Origin": f"http://localhost:{http_server.port}"})
     assert status == 200
 
 
-def test_a_forged_host_is_rejected_on_loopback(http_server: int) -> None:
-    status, _ = post(http_server, {"Host": f"rebound.example:{http_server}"})
+def test_a_forged_host_is_rejected_on_loopback(http_server: Served) -> None:
+    status, _ = http_server.post({"Host": f"rebound.example:{http_server.port}"})
     assert status == 421
 
 
 @pytest.mark.parametrize("http_server", [("0.0.0.0", TOKEN)], indirect=True)
-def test_a_wildcard_bind_with_a_token_serves_local_clients(http_server: int) -> None:
-    assert post(http_server, {"Authorization": f"Bearer {TOKEN}"})[0] == 200
-    assert post(http_server, {})[0] == 401
-    assert post(http_server, {"Authorization": f"Bearer {TOKEN}", "Origin": "http://evil.example"})[0] == 403
+def test_a_wildcard_bind_with_a_token_serves_local_clients(http_server: Served) -> None:
+    assert http_server.post()[0] == 200
+    assert http_server.post(auth=False)[0] == 401
+    assert http_server.post({"Origin": "http://evil.example"})[0] == 403
 
 
 @pytest.mark.parametrize("http_server", [TOKEN], indirect=True)
-def test_a_request_without_the_token_is_rejected(http_server: int) -> None:
-    status, body = post(http_server, {})
+def test_a_request_without_the_token_is_rejected(http_server: Served) -> None:
+    status, body = http_server.post(auth=False)
     assert status == 401
     assert json.loads(body) == {"error": "missing or wrong bearer token", "retryable": False}
-    status, _ = post(http_server, {"Authorization": "Bearer wrong"})
-    assert status == 401
-    status, _ = post(http_server, {"Authorization": f"Bearer {TOKEN}"})
-    assert status == 200
+    assert http_server.post({"Authorization": "Bearer wrong"})[0] == 401
+    assert http_server.post()[0] == 200
 
 
 @pytest.mark.parametrize("http_server", [TOKEN], indirect=True)
-async def test_a_client_with_the_token_is_served(http_server: int) -> None:
-    http = create_mcp_http_client(headers={"Authorization": f"Bearer {TOKEN}"})
-    async with (
-        http,
-        Client(
-            streamable_http_client(f"http://127.0.0.1:{http_server}/mcp", http_client=http), mode="legacy"
-        ) as client,
-    ):
-        st = structured(await client.call_tool("status", {}))
+async def test_a_client_with_the_token_is_served(http_server: Served) -> None:
+    async with client(http_server) as c:
+        st = structured(await c.call_tool("status", {}))
     assert st["server"]["mode"] == "http"
 
 
-def test_a_non_loopback_address_without_a_token_is_refused(home: Path) -> None:
-    done = subprocess.run(
-        [PY, "-m", "threadloom", "serve", "--http", f"0.0.0.0:{free_port()}"],
-        env=env_for(home),
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+def test_loopback_without_a_token_setting_still_requires_one(http_server: Served) -> None:
+    status, body = http_server.post(auth=False)
+    assert status == 401
+    assert json.loads(body)["retryable"] is False
+    assert http_server.post({"Origin": "http://evil.example"}, auth=False)[0] == 401  # the token is checked first
+
+
+def test_a_generated_token_is_stored_0600_printed_once_and_reused(home: Path, repo: Path) -> None:
+    token_file = home / "http.token"
+    with serve_http(home, repo) as first:
+        assert first.token is not None
+        assert stat.S_IMODE(token_file.stat().st_mode) == 0o600
+        assert first.post()[0] == 200
+    assert first.log.read_text().count(first.token) == 1
+    with serve_http(home, repo) as second:
+        assert second.token == first.token
+        assert second.post(auth=False)[0] == 401
+        assert second.post()[0] == 200
+    assert first.token not in second.log.read_text()
+    assert str(token_file) in first.log.read_text()
+
+
+def test_a_token_file_others_can_read_is_refused(home: Path, repo: Path) -> None:
+    token_file = home / "http.token"
+    token_file.write_text("x" * 43 + "\n")
+    token_file.chmod(0o644)
+    done = run_http(home, repo)
     assert done.returncode == 2
-    assert "THREADLOOM_HTTP_TOKEN" in done.stderr
+    assert "chmod 600" in done.stderr
+    assert "x" * 43 not in done.stderr
+
+
+def test_no_token_is_an_explicit_loudly_logged_loopback_only_choice(home: Path, repo: Path) -> None:
+    with serve_http(home, repo, "--no-token") as served:
+        assert served.post(auth=False)[0] == 200
+    assert "WITHOUT an access token" in served.log.read_text()
+    assert not (home / "http.token").exists()
+    done = run_http(home, repo, "--no-token", bind="0.0.0.0")
+    assert done.returncode == 2
+    assert "loopback" in done.stderr
+    done = run_http(home, repo, "--no-token", THREADLOOM_HTTP_TOKEN=TOKEN)
+    assert done.returncode == 2
+
+
+@pytest.mark.parametrize("header", ["X-Threadloom-User", "X-Threadloom-Author", "X-Threadloom-Org"])
+def test_per_client_identity_headers_are_refused(http_server: Served, header: str) -> None:
+    status, body = http_server.post({header: "alice"})
+    assert status == 400
+    refused = json.loads(body)
+    assert "one HTTP server serves one user" in refused["error"]
+    assert refused["retryable"] is False
+
+
+async def test_every_http_client_acts_as_the_servers_own_user(home: Path, repo: Path) -> None:
+    with serve_http(home, repo, THREADLOOM_USER="owner") as served:
+        async with client(served) as c:
+            stored = structured(await c.call_tool("memory_store", {"content": "the deploy key rotates monthly"}))
+    with sqlite3.connect(f"file:{home / 'threadloom.db'}?mode=ro", uri=True) as db:
+        (owner,) = db.execute("SELECT owner FROM memories WHERE id = ?", (stored["id"],)).fetchone()
+    assert owner == "owner"

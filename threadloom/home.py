@@ -53,6 +53,11 @@ class HomeLayout:
         return self.home / "daemon.log"
 
     @property
+    def http_token(self) -> Path:
+        """The access token of `serve --http`, made on first use when THREADLOOM_HTTP_TOKEN is unset (0600)."""
+        return self.home / "http.token"
+
+    @property
     def store_lock(self) -> Path:
         """Held shared by every server using the store, so a restore can tell that it is in use."""
         return self.home / "store.lock"

@@ -45,17 +45,29 @@ def serve(
         str | None,
         typer.Option("--http", metavar="[HOST:]PORT", help="Serve streamable HTTP at /mcp (127.0.0.1 unless given)."),
     ] = None,
+    no_token: Annotated[
+        bool,
+        typer.Option(
+            "--no-token",
+            help="With --http on loopback only: accept requests without the access token. Any local user can then "
+            "read and change your memories.",
+        ),
+    ] = False,
 ) -> None:
     """Serve MCP on stdio (what an agent CLI runs), or HTTP with --http.
 
-    By default this is a thin bridge to the user's one threadloom daemon, started on demand.
+    By default this is a thin bridge to the user's one threadloom daemon, started on demand. Over HTTP every
+    request must carry `Authorization: Bearer <token>`: THREADLOOM_HTTP_TOKEN, else the token made on first use
+    and kept in the home (`threadloom http token` shows where).
     """
     if in_process and http:
         raise typer.BadParameter("choose --in-process or --http, not both")
+    if no_token and http is None:
+        raise typer.BadParameter("--no-token goes with --http")
     if http is not None:
         from threadloom.server.http import serve_http
 
-        raise typer.Exit(serve_http(settings(), http))
+        raise typer.Exit(serve_http(settings(), http, no_token=no_token))
     if in_process:
         from threadloom.server.stdio import serve_in_process
 
@@ -86,6 +98,7 @@ def _register_groups() -> None:
     from threadloom.cli.check import check
     from threadloom.cli.daemon import daemon_app
     from threadloom.cli.doctor import doctor
+    from threadloom.cli.http import http_app
     from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
     from threadloom.cli.threads import thread_app
@@ -95,6 +108,7 @@ def _register_groups() -> None:
     app.add_typer(backup_app, name="backup")
     app.add_typer(memory_app, name="memory")
     app.add_typer(thread_app, name="thread")
+    app.add_typer(http_app, name="http")
     app.command()(doctor)
     app.command()(check)
     app.command()(reindex)
