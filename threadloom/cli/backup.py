@@ -45,9 +45,17 @@ def _store_in_use(s: Settings) -> bool:
 
 
 def validate_backup(path: Path) -> int:
-    """Check that `path` is an intact threadloom store this version understands; return its schema version."""
+    """Check that the single file `path` is an intact threadloom store this version understands; return its
+    schema version. A write-ahead log beside it means it is a live store or a plain copy of one, whose
+    latest writes a copy of the file alone would lose: that is refused, not read."""
     if not path.is_file():
         raise StoreError(f"{path} is not a file")
+    wal = path.with_name(path.name + "-wal")
+    if wal.exists() and wal.stat().st_size > 0:
+        raise StoreError(
+            f"{path} has a write-ahead log beside it ({wal}): it is a live store or a plain copy of one, and its "
+            "latest writes are in that log; make a backup with `threadloom backup create`"
+        )
     candidate = SqliteStore(path)
     try:
         problems = candidate.integrity_check()
@@ -76,7 +84,7 @@ def restore(
     Refuses while any threadloom server uses the store, unless --force.
     """
     s = settings()
-    version = validate_backup(path.absolute())
+    validate_backup(path.absolute())
     # Holding the store lock exclusively keeps every new server waiting until the restore is done.
     lock_fd = try_lock(s.layout.store_lock)
     if lock_fd is None:
@@ -90,7 +98,7 @@ def restore(
                 "writing to the old file until restarted"
             )
     try:
-        kept = _swap_in(path, s.layout.database)
+        kept, version = _swap_in(path.absolute(), s.layout.database)
     finally:
         if lock_fd is not None:
             os.close(lock_fd)
@@ -108,20 +116,29 @@ def _wait_for_lock(path: Path, seconds: float) -> int | None:
         time.sleep(0.05)
 
 
-def _swap_in(backup: Path, db: Path) -> Path | None:
-    """Put a copy of `backup` in place of `db`; the old store and its WAL are kept beside it."""
+def _swap_in(backup: Path, db: Path) -> tuple[Path | None, int]:
+    """Put a copy of `backup` in place of `db`, validated as the copy that will be used. The old store is
+    kept beside it as one consistent file (its write-ahead log included), so restoring that undoes this."""
+    validate_backup(backup)
     staged = db.with_name(db.name + ".restoring")
+    for leftover in (staged, *(staged.with_name(staged.name + x) for x in ("-wal", "-shm"))):
+        leftover.unlink(missing_ok=True)
     ensure_private_file(staged)
     shutil.copyfile(backup, staged)
     with open(staged, "rb+") as fh:
         os.fsync(fh.fileno())
+    version = validate_backup(staged)
     kept = None
     if db.exists():
         kept = db.with_name(f"{db.name}.pre-restore-{time.strftime('%Y%m%d-%H%M%S')}")
+        old = SqliteStore(db)
+        try:
+            old.backup(kept)  # a consistent snapshot of the file and its log, as `backup create` makes
+        finally:
+            old.close()
         for suffix in ("-wal", "-shm"):
-            side = db.with_name(db.name + suffix)
-            if side.exists():
-                side.replace(kept.with_name(kept.name + suffix))
-        db.replace(kept)
+            db.with_name(db.name + suffix).unlink(missing_ok=True)
     staged.replace(db)
-    return kept
+    for suffix in ("-wal", "-shm"):
+        staged.with_name(staged.name + suffix).unlink(missing_ok=True)
+    return kept, version

@@ -68,7 +68,14 @@ def check_store(s: Settings) -> list[Check]:
     else:
         detail = f"{len(applied)}/{len(known)} applied" + (f"; pending: {', '.join(pending)}" if pending else "")
         checks.append(Check("migrations", True, detail))
-    checks.append(Check("WAL mode", journal == "wal", f"journal_mode={journal}"))
+    checks.append(
+        Check(
+            "WAL mode",
+            journal == "wal",
+            f"journal_mode={journal}; recent writes live in {s.layout.database.name}-wal until checkpointed, "
+            "so a plain cp of the file is not a backup: use `threadloom backup create`",
+        )
+    )
     return checks
 
 
