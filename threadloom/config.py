@@ -57,7 +57,7 @@ class Settings(BaseSettings):
         10.0, gt=0, le=300, description="Seconds an HTTP client has to send a request's headers."
     )
     http_max_connections: int = Field(
-        256, ge=8, le=65536, description="Connections `serve --http` holds at once (fewer if open files are short)."
+        1024, ge=8, le=65536, description="Connections `serve --http` holds at once (fewer if open files are short)."
     )
     embedder: Literal["auto", "local", "openai", "none"] = Field(
         "auto", description="Vector embedder: the bundled local model when installed (auto), local, openai or none."

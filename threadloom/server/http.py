@@ -3,7 +3,7 @@
 Binds 127.0.0.1 unless told otherwise and always wants a bearer token: THREADLOOM_HTTP_TOKEN, else
 one made once and kept in the home (`http.token`, 0600). Only `--no-token`, on loopback, turns that
 off. One HTTP server serves one user, its own; a client may name its project root only among the
-folders the server allows. The request gates are in `http_gates`.
+folders the server allows. The request gates are in `http_gates`, the connection bounds in `http_guard`.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from threadloom.runtime import open_runtime
 from threadloom.server.app import ThreadloomServer, build_server, toolset_for
 from threadloom.server.connection import HttpConnections
 from threadloom.server.http_gates import BearerTokenGate, ClientHeaderGate, OriginGate, is_loopback
+from threadloom.server.http_guard import Limits, bound_logs
 from threadloom.server.http_roots import HttpConnectionState, RootPolicy
 from threadloom.server.http_token import stored_token
 
@@ -82,6 +83,8 @@ def serve_http(settings: Settings, bind: str, *, no_token: bool = False) -> int:
     host, port = parse_bind(bind)
     token = access_token(settings, host, no_token=no_token)
     roots = RootPolicy.of(settings, os.getcwd())
+    limits = Limits.of(settings)
+    bound_logs()
     runtime = open_runtime(settings, "http")
 
     @asynccontextmanager
@@ -100,6 +103,7 @@ def serve_http(settings: Settings, bind: str, *, no_token: bool = False) -> int:
         host=host,
         port=port,
         log_level="warning",
+        **limits.uvicorn_options(),
     )
     log.warning(
         "threadloom serving streamable HTTP on http://%s:%d%s for user %s (roots: %s)",

@@ -1,0 +1,199 @@
+"""Bounds on what HTTP clients can hold before they have even sent a request: time, connections, log.
+
+uvicorn reads headers for as long as a client cares to send them, accepts until the process runs
+out of open files, and then logs every failed accept with its traceback (about 20,000 half-sent
+requests made the server unreachable while its log grew by megabytes a second). Here:
+
+- a request's headers must arrive within THREADLOOM_HTTP_HEADER_TIMEOUT seconds of the connection
+  opening (or of the previous response), however slowly they trickle;
+- the server holds at most `max_connections` connections, kept well under the open-file limit;
+  past it, the connection that has waited longest without a request in progress is closed to make
+  room, and only when every connection is busy is the newcomer turned away;
+- each log message passes at most a few times a minute, the rest are counted and summed up.
+
+The token is checked as soon as the headers are complete (the outermost ASGI gate), so none of
+this waits on the application.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import resource
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from threadloom.config import Settings
+
+log = logging.getLogger(__name__)
+
+HEADER_BYTES = 16 * 1024  # h11's own default, stated: larger headers get 400
+OPEN_FILE_RESERVE = 64  # the store, the log, threads, pipes
+MAX_BACKLOG = 2048  # uvicorn's default
+LOG_PER_MINUTE = 5
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_connections: int
+    header_timeout: float
+    backlog: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        """Connections and the backlog sized so that no accept fails for want of an open file, and so that
+        a real client's request is read before the newcomers after it could push its connection out.
+
+        asyncio accepts up to `backlog` connections a loop pass and looks at each two passes later, and
+        reads it the pass after; a connection closed to make room holds its file one pass more. So
+        under a flood about three backlogs arrive while one connection waits to be read, and as many
+        files are in flight beside the connections held. (Measured under a 1,024-file limit: a backlog
+        of 480 still ran out of files; with 2,048 and 256 connections, real clients were pushed out.)
+        """
+        soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+        files = 1 << 20 if soft == resource.RLIM_INFINITY else soft - OPEN_FILE_RESERVE
+        connections = max(8, min(settings.http_max_connections, files * 2 // 5))
+        return cls(
+            max_connections=connections,
+            header_timeout=settings.http_header_timeout,
+            backlog=max(4, min(MAX_BACKLOG, connections // 4)),
+        )
+
+    def uvicorn_options(self) -> dict[str, Any]:
+        return {
+            "http": guarded_protocol(ConnectionGuard(self)),
+            "backlog": self.backlog,
+            "limit_concurrency": self.max_connections + 1,  # our guard sheds first; this bounds tasks too
+            "timeout_keep_alive": 5,
+            "h11_max_incomplete_event_size": HEADER_BYTES,
+            "access_log": False,
+            "log_config": None,  # uvicorn's loggers propagate to ours, and through its filter
+        }
+
+
+class ConnectionGuard:
+    """The connections that have no request in progress, oldest first: the ones to close when full."""
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._idle: dict[H11Protocol, None] = {}
+
+    def admit(self, proto: H11Protocol, open_now: int) -> None:
+        if open_now <= self.limits.max_connections:
+            return
+        victim = next((p for p in self._idle if p is not proto and not p.transport.is_closing()), None)
+        if victim is None:
+            log.warning("HTTP connection limit (%d) reached, all busy: refusing a new one", self.limits.max_connections)
+            proto.transport.close()
+            return
+        log.warning(
+            "HTTP connection limit (%d) reached: closing the connection idle longest", self.limits.max_connections
+        )
+        self._idle.pop(victim)
+        victim.transport.close()
+
+    def idle(self, proto: H11Protocol) -> None:
+        self._idle.setdefault(proto)
+
+    def busy(self, proto: H11Protocol) -> None:
+        self._idle.pop(proto, None)
+
+
+def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
+    """uvicorn's h11 protocol with a deadline on headers and a cap on connections."""
+
+    class GuardedH11Protocol(H11Protocol):
+        _deadline: asyncio.TimerHandle | None = None
+
+        def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+            super().connection_made(transport)
+            guard.admit(self, len(self.connections))
+            self._watch()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            self._watch()
+
+        def on_response_complete(self) -> None:
+            super().on_response_complete()
+            self._watch()
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            self._stop_deadline()
+            guard.busy(self)
+            super().connection_lost(exc)
+
+        def _awaiting_request(self) -> bool:
+            # Before a request's headers are complete, and after its response: the client owes us bytes.
+            return self.cycle is None or bool(self.cycle.response_complete)
+
+        def _watch(self) -> None:
+            if self.transport.is_closing():
+                return
+            if not self._awaiting_request():
+                guard.busy(self)
+                self._stop_deadline()
+            elif self._deadline is None:  # counted from when the wait began, not from the last byte
+                guard.idle(self)
+                self._deadline = self.loop.call_later(guard.limits.header_timeout, self._expire)
+
+        def _expire(self) -> None:
+            self._deadline = None
+            if self._awaiting_request() and not self.transport.is_closing():
+                log.info("closing an HTTP connection that sent no complete request in %ss", guard.limits.header_timeout)
+                guard.busy(self)
+                self.transport.close()
+
+        def _stop_deadline(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+
+    return GuardedH11Protocol
+
+
+class LogRateLimit(logging.Filter):
+    """Passes each message (logger and format) at most `per_minute` times a minute.
+
+    The first one let through after a quiet spell says how many were held back.
+    """
+
+    def __init__(self, per_minute: int = LOG_PER_MINUTE, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__()
+        self._per_minute = per_minute
+        self._clock = clock
+        self._windows: dict[tuple[str, str], list[float]] = {}  # key -> [window start, passed, held back]
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        key = (record.name, str(record.msg))
+        now = self._clock()
+        window = self._windows.get(key)
+        if window is None or now - window[0] >= 60:
+            held = int(window[2]) if window else 0
+            if len(self._windows) >= 256:  # bounded: forget quiet messages, or all if none is quiet
+                self._windows = {k: w for k, w in self._windows.items() if now - w[0] < 60}
+                if len(self._windows) >= 256:
+                    self._windows.clear()
+            self._windows[key] = [now, 1, 0]
+            if held:
+                record.msg = f"{record.msg} [{held} more like this in the minute before were not logged]"
+            return True
+        if window[1] < self._per_minute:
+            window[1] += 1
+            return True
+        window[2] += 1
+        return False
+
+
+def bound_logs() -> None:
+    """Every handler of the root logger (where uvicorn's and asyncio's records end up) gets the rate limit."""
+    root = logging.getLogger()
+    if not root.handlers:
+        root.addHandler(logging.StreamHandler())
+    for handler in root.handlers:
+        if not any(isinstance(f, LogRateLimit) for f in handler.filters):
+            handler.addFilter(LogRateLimit())
