@@ -17,7 +17,7 @@ pytestmark = pytest.mark.anyio
 
 def params(home: Path, sid: str) -> object:
     return serve_params(
-        home, "--in-process", THREADLOOM_SESSION_ID=sid, THREADLOOM_TOOLSET="full", THREADLOOM_ROOT="/r"
+        home, "--in-process", THREADLOOM_SESSION_ID=sid, THREADLOOM_TOOLSET="full", THREADLOOM_ROOT=str(home)
     )
 
 

@@ -48,10 +48,14 @@ def test_a_malformed_session_id_is_rejected(bad: str) -> None:
 
 
 def test_the_project_root_prefers_the_setting_then_client_roots_then_cwd(tmp_path: Path) -> None:
-    roots = ["file:///srv/my%20repo"]
-    assert project_root({"THREADLOOM_ROOT": str(tmp_path)}, roots, "/cwd") == tmp_path
-    assert project_root({}, roots, "/cwd") == Path("/srv/my repo")
-    assert project_root({}, [], "/cwd") == Path("/cwd")
+    setting, offered, cwd = tmp_path / "setting", tmp_path / "my repo", tmp_path / "cwd"
+    for folder in (setting, offered, cwd):
+        folder.mkdir()
+    roots = [offered.as_uri()]  # file:///.../my%20repo
+    assert project_root({"THREADLOOM_ROOT": str(setting)}, roots, str(cwd)) == setting
+    assert project_root({"THREADLOOM_ROOT": "setting"}, roots, str(cwd.parent)) == setting
+    assert project_root({}, roots, str(cwd)) == offered
+    assert project_root({}, [], str(cwd)) == cwd
 
 
 @pytest.mark.parametrize("origin", ["foreground", "hook", "job:maintenance"])
