@@ -1,5 +1,6 @@
-"""`threadloom thread ...`: the project's threads from the terminal, in the working directory's
-repository (or THREADLOOM_ROOT). Sessions from the terminal are named `cli`.
+"""`threadloom thread ...`: the project's threads from the terminal, in the repository holding the
+working directory (the nearest folder up with `.git`), or THREADLOOM_ROOT's. Sessions from the
+terminal are named `cli`.
 """
 
 from __future__ import annotations

@@ -1,17 +1,18 @@
 """Instruction files for agents that do not read MCP server instructions: AGENTS.md (Codex, Cursor,
 Copilot and others), a Cursor rule, and a generic file to paste anywhere. threadloom writes only
-inside its managed block, so whatever the user wrote around it stays; writing again is a no-op.
+inside its managed block, so whatever the user wrote around it stays; writing again is a no-op. The
+files are read and written through `Repository`: a link out of the repository is refused, never
+followed (AGENTS.md pointing at a private key must not be copied into the working tree).
 """
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 from typing import Final
 
 from threadloom.errors import InvalidInput
 from threadloom.guide import INSTRUCTIONS
+from threadloom.threads.repository import Repository
 
 BEGIN: Final = "<!-- threadloom:begin (managed by threadloom; edit outside this block) -->"
 END: Final = "<!-- threadloom:end -->"
@@ -40,23 +41,26 @@ def with_block(existing: str | None, target: str) -> str:
 
 
 def write_instruction_files(repo: Path, targets: list[str]) -> list[dict[str, str]]:
-    """Write the chosen files under `repo`; each reports created, updated or unchanged."""
+    """Write the chosen files under `repo`; each reports created, updated or unchanged. Every file is
+    read and its new text made before the first is written, so a refusal (a link out of the
+    repository, a broken block) leaves them all as they were."""
     unknown = [t for t in targets if t not in TARGETS]
     if unknown:
         raise InvalidInput(f"unknown target {unknown[0]!r}; targets are {', '.join(TARGETS)}")
-    report = []
+    files = Repository(repo)
+    planned = []
     for target in targets or list(TARGETS):
-        path = repo / TARGETS[target]
-        existing = path.read_text(encoding="utf-8") if path.exists() else None
-        text = with_block(existing, target)
-        if text == existing:
-            report.append({"path": str(TARGETS[target]), "action": "unchanged"})
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-        report.append({"path": str(TARGETS[target]), "action": "created" if existing is None else "updated"})
+        rel = str(TARGETS[target])
+        existing = files.read_text(rel)
+        try:
+            planned.append((rel, existing, with_block(existing, target)))
+        except InvalidInput as exc:
+            raise InvalidInput(f"{rel}: {exc.message}") from None
+        files.check(rel)
+    report = []
+    for rel, existing, text in planned:
+        if text != existing:
+            files.write_text(rel, text, keep_mode=True)
+        action = "unchanged" if text == existing else "created" if existing is None else "updated"
+        report.append({"path": rel, "action": action})
     return report

@@ -1,14 +1,12 @@
 """Thread files: `<repo>/.threadloom/threads/<project>/<id>.md`, Markdown with YAML front matter,
 committed with the code. Each file names its parent, so the tree is rebuilt from the files and
-there is no index to conflict in git. Writes are atomic (temp file, fsync, rename) and
-serialised across processes by a lock file; a hand-broken file is reported and skipped.
+there is no index to conflict in git. Every read and write goes through `Repository` (no symlink
+out of the repository is followed; writes are atomic: temp file, fsync, rename), writers are
+serialised across processes by a lock file, and a hand-broken file is reported and skipped.
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -20,6 +18,7 @@ import yaml
 
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.threads.model import Summary, Thread, check_thread_id
+from threadloom.threads.repository import Repository
 
 FOLDER: Final = ".threadloom"
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -99,42 +98,47 @@ def parse(text: str, expected_id: str) -> Thread:
 
 
 class ThreadFiles:
-    """The thread files of one project in one repository."""
+    """The thread files of one project in one repository, read and written through `Repository`."""
 
-    def __init__(self, repo: Path, project: str) -> None:
+    def __init__(self, repo: Path | Repository, project: str) -> None:
         check_thread_id(project)  # a project id obeys the same rule: it names a folder
-        self.repo = repo
+        self.files = repo if isinstance(repo, Repository) else Repository(repo)
+        self.repo = self.files.root
         self.project = project
-        self.base = repo / FOLDER
+        self.base = self.repo / FOLDER
         self.folder = self.base / "threads" / project
+        self._folder = f"{FOLDER}/threads/{project}"
+        self._lock = f"{FOLDER}/{project}.lock"
+
+    def rel_of(self, thread_id: str) -> str:
+        return f"{self._folder}/{check_thread_id(thread_id)}.md"
 
     def path_of(self, thread_id: str) -> Path:
-        return self.folder / f"{check_thread_id(thread_id)}.md"
+        return self.repo / self.rel_of(thread_id)
 
     def load(self) -> tuple[dict[str, Thread], list[Problem]]:
-        """Every readable thread, and what is wrong with the files that are not."""
+        """Every readable thread, and what is wrong with the files that are not (a link out of the
+        repository among them: reported, never followed)."""
+        texts, unreadable = self.files.read_folder(self._folder, ".md")
         threads: dict[str, Thread] = {}
-        problems: list[Problem] = []
-        if not self.folder.is_dir():
-            return threads, problems
-        for path in sorted(self.folder.glob("*.md")):
+        problems = [Problem(f"{self._folder}/{name}", error) for name, error in unreadable.items()]
+        for name, text in texts.items():
             try:
-                threads[path.stem] = parse(path.read_text(encoding="utf-8"), check_thread_id(path.stem))
-            except (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, yaml.YAMLError, InvalidInput) as exc:
-                problems.append(Problem(str(path.relative_to(self.repo)), str(exc).splitlines()[0]))
-        return threads, problems
+                threads[name[:-3]] = parse(text, check_thread_id(name[:-3]))
+            except (ValueError, KeyError, TypeError, yaml.YAMLError, InvalidInput) as exc:
+                problems.append(Problem(f"{self._folder}/{name}", str(exc).splitlines()[0]))
+        return threads, sorted(problems, key=lambda p: p.path)
 
     def read(self, thread_id: str) -> Thread:
-        """One thread's file; NotFound when it is missing, InvalidInput when it is broken."""
-        path = self.path_of(thread_id)
-        try:
-            text = path.read_text(encoding="utf-8")
-        except FileNotFoundError:
-            raise NotFound(f"no thread {thread_id!r} in project {self.project}") from None
+        """One thread's file; NotFound when it is missing, InvalidInput when it is broken or refused."""
+        rel = self.rel_of(thread_id)
+        text = self.files.read_text(rel)
+        if text is None:
+            raise NotFound(f"no thread {thread_id!r} in project {self.project}")
         try:
             return parse(text, thread_id)
-        except (UnicodeDecodeError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
-            raise InvalidInput(f"{path.relative_to(self.repo)} is broken: {str(exc).splitlines()[0]}") from None
+        except (ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+            raise InvalidInput(f"{rel} is broken: {str(exc).splitlines()[0]}") from None
 
     def chain(self, thread_id: str) -> list[Thread]:
         """A thread and its ancestors, nearest first, reading only their files. The walk stops at a
@@ -149,37 +153,24 @@ class ThreadFiles:
             seen.add(found[-1].id)
         return found
 
+    def check(self) -> None:
+        """Refuse now (naming the link) whatever `locked()` and `write()` would refuse."""
+        for rel in (self._folder, f"{FOLDER}/.gitignore"):
+            self.files.check(rel)
+        self.files.check(self._lock, "lock")
+
     @contextmanager
     def locked(self) -> Iterator[None]:
         """Serialise writers across processes (one lock per project folder)."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        self._ensure_gitignore()
-        fd = os.open(self.base / f"{self.project}.lock", os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        self.check()
+        self.files.make_folder(self._folder)
+        self.files.write_text(f"{FOLDER}/.gitignore", GITIGNORE, replace=False)
+        with self.files.locked(self._lock):
             yield
-        finally:
-            os.close(fd)
 
     def write(self, thread: Thread) -> None:
         """Atomically replace one thread's file (call inside `locked()`)."""
-        data = render(thread).encode("utf-8")
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=f".{thread.id}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as out:
-                out.write(data)
-                out.flush()
-                os.fsync(out.fileno())
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, self.path_of(thread.id))
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        self.files.write_text(self.rel_of(thread.id), render(thread))
 
     def delete(self, thread_id: str) -> None:
-        self.path_of(thread_id).unlink(missing_ok=True)
-
-    def _ensure_gitignore(self) -> None:
-        ignore = self.base / ".gitignore"
-        if not ignore.exists():
-            ignore.write_text(GITIGNORE, encoding="utf-8")
+        self.files.delete(self.rel_of(thread_id))

@@ -6,6 +6,7 @@ machine without git) gets None and no warnings, never an error.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import subprocess
 from collections.abc import Sequence
@@ -13,12 +14,22 @@ from pathlib import Path
 
 TIMEOUT_S = 5.0
 _SAFE = re.compile(r"[^a-z0-9]+")
+_REDIRECTS = frozenset({"GIT_DIR", "GIT_WORK_TREE", "GIT_COMMON_DIR", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY"})
 
 
 def _git(repo: Path, *args: str) -> str | None:
+    # git looks at `repo` only: never at an enclosing repository (a home folder kept in git, say),
+    # nor at one an inherited GIT_DIR or GIT_WORK_TREE names.
+    env = {k: v for k, v in os.environ.items() if k not in _REDIRECTS} | {"GIT_CEILING_DIRECTORIES": str(repo.parent)}
     try:
         done = subprocess.run(
-            ["git", "-C", str(repo), *args], capture_output=True, text=True, timeout=TIMEOUT_S, check=False
+            ["git", "-C", str(repo), *args],
+            capture_output=True,
+            text=True,
+            timeout=TIMEOUT_S,
+            check=False,
+            env=env,
+            stdin=subprocess.DEVNULL,
         )
     except (OSError, subprocess.SubprocessError):
         return None

@@ -6,11 +6,8 @@ each session's position and a search index of the summaries.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
-
-import yaml
 
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound
@@ -20,21 +17,15 @@ from threadloom.search.model import Document
 from threadloom.sessions import record_event
 from threadloom.store.base import Store, Writer
 from threadloom.threads import git
-from threadloom.threads.files import FOLDER, ThreadFiles
+from threadloom.threads.files import ThreadFiles
 from threadloom.threads.model import STATUSES, Summary, Thread, check_thread_id, slugify
+from threadloom.threads.projects import Project, create_project_file, load_projects
+from threadloom.threads.repository import Repository
 from threadloom.threads.tree import Context, Tree, assemble, estimate_tokens
 
 ROOT_THREAD: Final = "main"
 MODES: Final = ("solo", "team")
 TRUNK_BRANCHES: Final = frozenset({"main", "master", "trunk", "develop"})
-
-
-@dataclass(frozen=True)
-class Project:
-    id: str
-    title: str
-    system_context: str
-    mode: str
 
 
 class ThreadService:
@@ -51,11 +42,8 @@ class ThreadService:
             raise InvalidInput("mode is solo or team")
         if not title.strip() or len(title) > 200:
             raise InvalidInput("a project title is 1-200 characters")
-        project = Project(slugify(title, set(self._projects(repo))), title.strip(), system_context.strip(), mode)
-        folder = repo / FOLDER / "projects"
-        folder.mkdir(parents=True, exist_ok=True)
-        data = {"title": project.title, "system_context": project.system_context, "mode": project.mode}
-        (folder / f"{project.id}.yaml").write_text(yaml.safe_dump(data, sort_keys=False, allow_unicode=True))
+        files = Repository(repo)
+        project = create_project_file(files, title, system_context, mode, lambda p: ThreadFiles(files, p).check())
         now = now_ms()
         root = Thread(ROOT_THREAD, project.title, None, "active", git.author(repo, self._author), now, now)
         self._save(repo, project.id, root, prov)
@@ -63,12 +51,11 @@ class ThreadService:
         return project
 
     def projects(self, prov: Provenance) -> dict[str, Any]:
-        repo = repo_of(prov)
-        found = self._projects(repo)
+        found, skipped = load_projects(Repository(repo_of(prov)))
         selected = self._cursor(prov)[0]
         return {
             "projects": [p.__dict__ | {"selected": p.id == selected} for p in found.values()],
-            "caveats": [] if found else ["no project here yet: create one (it starts with a root thread)"],
+            "caveats": skipped + ([] if found else ["no project here yet: create one (it starts with a root thread)"]),
         }
 
     def switch_project(self, prov: Provenance, project_id: str) -> Project:
@@ -79,17 +66,7 @@ class ThreadService:
         return found[project_id]
 
     def _projects(self, repo: Path) -> dict[str, Project]:
-        folder = repo / FOLDER / "projects"
-        found: dict[str, Project] = {}
-        for path in sorted(folder.glob("*.yaml")) if folder.is_dir() else []:
-            try:
-                data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-                found[check_thread_id(path.stem)] = Project(
-                    path.stem, str(data["title"]), str(data.get("system_context", "")), str(data.get("mode", "solo"))
-                )
-            except (OSError, KeyError, TypeError, yaml.YAMLError, InvalidInput):
-                continue
-        return found
+        return load_projects(Repository(repo))[0]
 
     def project(self, prov: Provenance, named: str | None = None) -> Project:
         """The `named` project, else the session's; a single project is selected automatically."""
