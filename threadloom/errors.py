@@ -29,6 +29,13 @@ class StoreBusy(ThreadloomError):
     retryable = True
 
 
+class StoreFull(ThreadloomError):
+    """The disk holding the store is full: the write was rolled back, and reads still work. Retry once
+    space is freed."""
+
+    retryable = True
+
+
 class StoreError(ThreadloomError):
     """The store is unusable: corrupt, unwritable, or from a newer threadloom."""
 

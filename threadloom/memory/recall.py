@@ -8,7 +8,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from threadloom.clock import now_ms
-from threadloom.errors import InvalidInput, NotFound
+from threadloom.errors import InvalidInput, NotFound, StoreFull
 from threadloom.identity import Provenance
 from threadloom.memory import scoring
 from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id
@@ -92,10 +92,14 @@ class MemoryRecall:
         refs = chosen + injected
         now = now_ms()
         viewer = prov.viewer()
+        unrecorded = False
+        if not read_only and refs:
+            try:
+                found = self._store.write(lambda w: self._reactivate(w, refs, now, prov))
+            except StoreFull:  # a full disk must not cost the answer: only the reactivation is lost
+                read_only = unrecorded = True
         if read_only or not refs:
             found = self._store.read(lambda r: memories.get_many(r, refs, viewer))
-        else:
-            found = self._store.write(lambda w: self._reactivate(w, refs, now, prov))
         why_chains = self._why_chains(refs, viewer) if verbosity == "full" else {}
         out = []
         for ref in refs:
@@ -109,6 +113,8 @@ class MemoryRecall:
                 item["why"] = why_chains.get(ref, [])
             out.append(item)
         caveats = list(result.caveats)
+        if unrecorded:
+            caveats.append("the disk is full: these memories were not marked as recalled")
         if as_of is not None:
             caveats.append("as_of: only memories that were stored and held true at that time")
         return {"memories": out, "caveats": caveats, "signals": list(result.signals)}

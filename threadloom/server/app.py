@@ -105,7 +105,10 @@ class ThreadloomServer(MCPServer[Any]):
         detail: dict[str, Any] = {"tool": name, "ok": ok, "ms": round(seconds * 1000, 2)}
         if not ok and isinstance(result, CallToolResult) and result.structured_content:
             detail["error"] = str(result.structured_content.get("error", ""))[:200]
-        await self.runtime.call(self.runtime.sessions.record, conn.session.provenance(), "tool.call", detail)
+        try:
+            await self.runtime.call(self.runtime.sessions.record, conn.session.provenance(), "tool.call", detail)
+        except ThreadloomError as exc:  # the journal is bookkeeping: a full disk must not fail a call that worked
+            log.warning("tool call not journaled: %s", exc.message)
 
 
 class ConnectionMiddleware:

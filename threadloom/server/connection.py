@@ -14,6 +14,7 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.mcpserver import Context
 
 from threadloom.agents import FORWARDED_ENV
+from threadloom.errors import StoreFull, ThreadloomError
 from threadloom.identity import (
     Identity,
     Provenance,
@@ -51,14 +52,17 @@ class ConnectionState:
     roots_stale: bool = False
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
     _last_touch: float = 0.0
+    _recorded: bool = False  # the session's row is written (a full disk may have put that off)
 
     async def ensure_session(self, ctx: ServerRequestContext[Any, Any]) -> SessionInfo:
         """Register the session on first use; afterwards keep its last-seen time fresh."""
         async with self._lock:
             if self.session is not None and not self.roots_stale:
-                if time.monotonic() - self._last_touch > TOUCH_INTERVAL_S:
+                if not self._recorded:
+                    self._recorded = await self._record(self.runtime.sessions.open, self.session)
+                elif time.monotonic() - self._last_touch > TOUCH_INTERVAL_S:
                     self._last_touch = time.monotonic()
-                    await self.runtime.call(self.runtime.sessions.touch, self.session.id)
+                    await self._record(self.runtime.sessions.touch, self.session.id)
                 return self.session
             client = ctx.session.client_params.client_info if ctx.session.client_params else None
             who = self.identity()
@@ -81,7 +85,7 @@ class ConnectionState:
                 author=who.author,
                 org=who.org,
             )
-            await self.runtime.call(self.runtime.sessions.open, info)
+            self._recorded = await self._record(self.runtime.sessions.open, info)
             self.session, self.roots_stale, self._last_touch = info, False, time.monotonic()
             self.runtime.live[info.id] = info
             self.runtime.start_embedder()  # after the handshake, never in a session's way
@@ -108,11 +112,24 @@ class ConnectionState:
         log.info("client did not answer roots/list within %.0fs", ROOTS_TIMEOUT_S)
         return []
 
+    async def _record(self, fn: Any, *args: Any) -> bool:
+        """Session bookkeeping (open, touch, close) that a full disk must not turn into a failed call: the
+        session still serves reads, and is recorded on a later call once the disk has room."""
+        try:
+            await self.runtime.call(fn, *args)
+        except StoreFull as exc:
+            log.warning("session bookkeeping not written: %s", exc.message)
+            return False
+        return True
+
     async def end(self) -> None:
         info, self.session = self.session, None
         if info is not None:
             self.runtime.live.pop(info.id, None)
-            await self.runtime.call(self.runtime.sessions.close, info)
+            try:
+                await self._record(self.runtime.sessions.close, info)
+            except ThreadloomError as exc:  # ending one session never takes the server down with it
+                log.warning("session %s not recorded as ended: %s", info.id, exc.message)
 
 
 def local_connection(runtime: Runtime, toolset: frozenset[str]) -> ConnectionState:

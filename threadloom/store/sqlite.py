@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import apsw
 
 from threadloom.clock import now_ms
-from threadloom.errors import StoreBusy, StoreError
+from threadloom.errors import StoreBusy, StoreError, StoreFull
 from threadloom.store.base import Params, Row
 from threadloom.store.migrations import BOOTSTRAP_SQL, MIGRATIONS, Migration
 
@@ -196,7 +196,13 @@ class SqliteStore:
     def write(self, fn: Callable[[_Cursor], T]) -> T:
         with self._write_lock:
             conn = self._writer_conn()
-            return self._retry_busy(lambda: self._transaction(conn, fn))
+            try:
+                return self._retry_busy(lambda: self._transaction(conn, fn))
+            except apsw.FullError:
+                raise StoreFull(
+                    f"the disk holding the store ({self.path.parent}) is full: nothing was written; "
+                    "free some space and retry (reads still work)"
+                ) from None
 
     @staticmethod
     def _transaction(conn: apsw.Connection, fn: Callable[[_Cursor], T]) -> T:
