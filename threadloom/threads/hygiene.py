@@ -60,7 +60,7 @@ class ThreadHygiene:
         return self._store.write(tx)
 
     def release(self, prov: Provenance, thread_id: str | None = None) -> dict[str, Any]:
-        """Release a claim: the claimant may, and so may a child agent it spawned."""
+        """Release a claim: the claimant may, and so may a child agent it spawned (which acts for its user)."""
         thread = self._threads.thread(prov, thread_id)
         key = self._key(prov, thread.id)
 
@@ -70,7 +70,13 @@ class ThreadHygiene:
             )
             if held is None:
                 return {"thread": thread.id, "released": False}
-            parent = w.scalar("SELECT parent_id FROM sessions WHERE id = :s", {"s": prov.session_id or ""})
+            # A session names its parent itself (THREADLOOM_PARENT_SESSION): one naming another user's session
+            # is not that session's child.
+            parent = w.scalar(
+                "SELECT p.id FROM sessions c JOIN sessions p ON p.id = c.parent_id "
+                "WHERE c.id = :s AND p.user IS c.user",
+                {"s": prov.session_id or ""},
+            )
             if held["session_id"] not in (prov.session_id, parent):
                 raise InvalidInput(
                     f"{thread.id} is claimed by session {held['session_id']}, not this one or its parent"

@@ -1,0 +1,52 @@
+"""More of what the isolation matrix (tests/test_isolation_matrix.py) found, each fixed where rows are read.
+
+ana and ben work in one repository; ana holds a claim on a thread.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from threadloom.errors import InvalidInput
+from threadloom.identity import Provenance
+from threadloom.search.engine import SearchEngine
+from threadloom.sessions import SessionInfo, SessionService
+from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.threads.hygiene import ThreadHygiene
+from threadloom.threads.service import ThreadService
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[SqliteStore]:
+    s = open_store(tmp_path / "w.db")
+    yield s
+    s.close()
+
+
+def session(store: SqliteStore, repo: Path, sid: str, user: str, parent: str | None = None) -> Provenance:
+    info = SessionInfo(sid, "claude", "stdio", str(repo), str(repo), 1, parent_id=parent, user=user, author=user)
+    SessionService(store).open(info)
+    return info.provenance()
+
+
+def test_naming_another_users_session_as_ones_parent_does_not_release_its_claim(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    threads = ThreadService(store, SearchEngine(store))
+    hygiene = ThreadHygiene(store, threads)
+    ana = session(store, repo, "ana-1", "ana")
+    threads.create_project(ana, "Shop")
+    threads.create(ana, "Billing")
+    hygiene.claim(ana, "billing")
+    posing = session(store, repo, "ben-1", "ben", parent="ana-1")  # THREADLOOM_PARENT_SESSION is the caller's word
+    with pytest.raises(InvalidInput, match="not this one or its parent"):
+        hygiene.release(posing, "billing")
+    assert [c["session_id"] for c in hygiene.claims(ana)] == ["ana-1"]
+    child = session(store, repo, "ana-2", "ana", parent="ana-1")
+    assert hygiene.release(child, "billing")["released"]
