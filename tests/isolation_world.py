@@ -91,7 +91,10 @@ async def plant(a1: Client, a2: Client, alice: Alice, db: Path) -> None:
     )
     third = await store("third", f"{SEARCH} the build uses make {PROJECT['third']}", visibility="project")
     superseding = await store("superseding", f"{SEARCH} the build moves to bazel {PRIVATE['superseding']}")
-    await call(a1, "memory_amend", {"memory_id": third, "by": superseding, "reason": "moving"})
+    hidden = await a1.call_tool("memory_amend", {"memory_id": third, "by": superseding, "reason": "moving"})
+    assert hidden.is_error and "promote" in str(hidden.structured_content)  # a correction nobody else could see
+    shared = await store("shared_fix", f"{SEARCH} the build moves to bazel {PROJECT['third']}", visibility="project")
+    await call(a1, "memory_amend", {"memory_id": third, "by": shared, "reason": "moving"})
     await store("org", f"{SEARCH} alice prefers tabs {PRIVATE['org']}", visibility="org")
     await store("pinned", f"{SEARCH} pinned secret {PRIVATE['pinned']}", pinned=True)
     await store("dup", DUP_TEXT)

@@ -105,7 +105,9 @@ def test_reads_by_id_treat_anothers_private_memory_as_absent(world: World) -> No
 def test_traverse_and_explain_neither_walk_through_nor_count_a_hidden_memory(world: World) -> None:
     shared = world.put(ANA, "the gateway retries three times", visibility="project")
     hidden = world.put(ANA, SECRET, related=(Link(shared, "refines"),))
-    beyond = world.put(ANA, "retries back off exponentially", visibility="project", related=(Link(hidden, "depends_on"),))
+    beyond = world.put(
+        ANA, "retries back off exponentially", visibility="project", related=(Link(hidden, "depends_on"),)
+    )
     seen = world.recall.traverse(shared, BEN, depth=3)
     assert {n["id"] for n in seen["nodes"]} == {shared}
     assert seen["edges"] == []

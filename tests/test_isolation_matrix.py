@@ -47,15 +47,6 @@ EVERY_TOOL = {t.name for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATI
 # Leaks this matrix finds in code outside its author's remit, reported for a fix. Each must still happen:
 # once one is fixed, the test fails until its entry is removed from here.
 KNOWN_LEAKS = {
-    # memory/service.py amend(by=) lets a project memory be superseded by a private one, and every read of
-    # it (explain, traverse, recall, search) shows superseded_by as stored: the private memory's id.
-    "superseded_by names a private memory": r"shows alice's private memory superseding: .*superseded_by",
-    # coordination/presence.py catch_up shows another user's task.spawned events (task id, role), where a
-    # task is its owner's alone (spawn.status, tasks).
-    "catch_up lists another user's tasks": r"^stdio/bob tool catch_up .*shows alice's task id",
-    # coordination/signals.py respond: "question N was not asked of this session" for an existing ask,
-    # "no question N" for none.
-    "signal_respond tells a question from none": r"tool signal_respond .*differs from a made-up id",
     # coordination/signals.py accepts any `task` tag, and spawn.py task_signals lists every signal so tagged:
     # another user's words join the task's signals and its tournament's answers.
     "another user's signal joins a task": r"^signals of other users joined alice's task",

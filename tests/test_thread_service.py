@@ -49,7 +49,7 @@ def service(store: SqliteStore) -> ThreadService:
 
 
 def prov(repo: Path, session: str = "s1") -> Provenance:
-    return Provenance(session_id=session, vendor="claude", project=str(repo))
+    return Provenance(session_id=session, vendor="claude", project=str(repo), user="ana")
 
 
 def test_a_project_starts_with_a_root_thread_and_is_selected_by_itself(repo: Path, store: SqliteStore) -> None:
@@ -177,7 +177,7 @@ def test_notes_and_quotes_live_in_the_store_and_a_note_reopens_a_finished_thread
 
 
 def open_session(store: SqliteStore, repo: Path, sid: str) -> SessionInfo:
-    info = SessionInfo(id=sid, vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1)
+    info = SessionInfo(id=sid, vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1, user="ana")
     SessionService(store).open(info)
     return info
 
@@ -255,7 +255,14 @@ def test_a_spawned_child_may_release_its_parents_claim(repo: Path, store: Sqlite
     hygiene = ThreadHygiene(store, threads)
     open_session(store, repo, "parent")
     child = SessionInfo(
-        id="child", vendor="codex", transport="bridge", project=str(repo), cwd=None, pid=2, parent_id="parent"
+        id="child",
+        vendor="codex",
+        transport="bridge",
+        project=str(repo),
+        cwd=None,
+        pid=2,
+        parent_id="parent",
+        user="ana",
     )
     SessionService(store).open(child)
     open_session(store, repo, "stranger")

@@ -54,7 +54,7 @@ class PresenceService:
 
     def catch_up(self, prov: Provenance, peek: bool = False, limit: int = 100) -> dict[str, Any]:
         """What other sessions the caller may see wrote since this session's cursor; advances it unless
-        `peek`. Another user's memory events show only when the memory is shared with the caller."""
+        `peek`. Of another user's events, only thread work and memories shared with the caller show."""
         if not 1 <= limit <= 500:
             raise InvalidInput("limit is 1-500")
         me = prov.session_id or ""
@@ -62,11 +62,12 @@ class PresenceService:
         viewer = prov.viewer()
         seen_session, session_params = session_seen_sql(viewer)
         seen_memory, memory_params = visibility_sql(viewer)
+        # Another user's events: their thread work in this project, and memories shared with the caller.
         shown = (
             f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND {seen_session}) "
-            f"AND (e.kind NOT LIKE 'memory.%' OR EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id "
-            "AND s.user = :s_user) OR EXISTS (SELECT 1 FROM memories m WHERE m.id = COALESCE("
-            f"json_extract(e.detail, '$.id'), json_extract(e.detail, '$.new')) AND {seen_memory}))"
+            "AND (EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND s.user = :s_user) "
+            "OR e.kind LIKE 'thread.%' OR (e.kind LIKE 'memory.%' AND EXISTS (SELECT 1 FROM memories m WHERE "
+            f"m.id = COALESCE(json_extract(e.detail, '$.id'), json_extract(e.detail, '$.new')) AND {seen_memory})))"
         )
 
         def read(w: Writer) -> dict[str, Any]:

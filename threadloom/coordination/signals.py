@@ -90,15 +90,13 @@ class SignalService:
         me = _me(prov)
 
         def tx(w: Writer) -> Sent:
-            row = w.one("SELECT sender, kind, task FROM signals WHERE id = :id", {"id": ask_id})
-            if row is None or row["kind"] != "ask":
-                raise NotFound(f"no question {ask_id}")
-            asked = w.scalar(
-                "SELECT EXISTS (SELECT 1 FROM signal_deliveries WHERE signal_id = :id AND recipient = :me)",
+            row = w.one(
+                "SELECT s.sender, s.task FROM signals s JOIN signal_deliveries d ON d.signal_id = s.id "
+                "AND d.recipient = :me WHERE s.id = :id AND s.kind = 'ask'",
                 {"id": ask_id, "me": me},
             )
-            if not asked:
-                raise InvalidInput(f"question {ask_id} was not asked of this session")
+            if row is None:  # the same answer whether it does not exist or was asked of someone else
+                raise NotFound(f"no question {ask_id} was asked of this session")
             return _send(w, prov, "answer", None, answer, [row["sender"]], ask_id, row["task"])
 
         return self._store.write(tx)

@@ -157,6 +157,7 @@ class Memory:
     valid_to: int | None
     superseded_by: str | None
     decay_score: float
+    org: str = ""
 
     @property
     def is_core(self) -> bool:
@@ -198,6 +199,20 @@ class Memory:
         if self.superseded_by:
             out["superseded_by"] = self.superseded_by
         return out
+
+
+def seen_by_all_who_see(new: Memory, old: Memory) -> bool:
+    """Whether everyone who may see `old` may also see `new`, by the rule of store/visibility.py: a
+    correction must never be hidden from someone who sees what it corrects."""
+    if old.visibility == "org":
+        return new.visibility == "org" and new.org == old.org
+    if old.visibility == "project":
+        return new.visibility == "project" and new.project == old.project
+    return (
+        new.owner == old.owner
+        or (new.visibility == "project" and new.project == old.project)
+        or (new.visibility == "org" and new.org == old.org)
+    )
 
 
 def _gist(text: str, limit: int = 160) -> str:

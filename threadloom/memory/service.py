@@ -31,6 +31,7 @@ from threadloom.memory.model import (
     content_digest,
     memory_document,
     new_memory_id,
+    seen_by_all_who_see,
 )
 from threadloom.memory.similarity import SimilarityFinder
 from threadloom.search.engine import SearchEngine
@@ -197,8 +198,6 @@ class MemoryService:
             "decay_score": 0.0,
         }
 
-    # amend and link
-
     def amend(
         self,
         memory_id: str,
@@ -222,6 +221,8 @@ class MemoryService:
             if by == memory_id:
                 raise InvalidInput("a memory cannot supersede itself")
             replacement = self.get(by, prov)
+            if not seen_by_all_who_see(replacement, old):
+                raise InvalidInput(f"whoever sees {memory_id} must see its correction: promote {by} first")
         else:
             assert content is not None
             new = NewMemory(
@@ -298,8 +299,6 @@ class MemoryService:
 
         return self._store.write(tx)
 
-    # flags
-
     def pin(self, memory_id: str, pinned: bool, prov: Provenance) -> Memory:
         memory = self.owned(check_id(memory_id), prov, "pin")
         if not pinned and memory.is_core:
@@ -329,8 +328,6 @@ class MemoryService:
 
         return self._store.write(tx)
 
-    # delete and restore
-
     def delete(self, memory_id: str, prov: Provenance) -> dict[str, Any]:
         """Delete a memory and its edges for good (no archive); only its owner may."""
         self.owned(check_id(memory_id), prov, "delete")
@@ -352,8 +349,6 @@ class MemoryService:
             return {"deleted": memory_id, "edges_deleted": len(edges)}
 
         return self._store.write(tx)
-
-    # shared
 
     def _rescore(self, w: Writer, memory_id: str, now: int) -> Memory:
         return rescore(w, self.scoring, memory_id, now)

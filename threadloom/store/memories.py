@@ -42,6 +42,7 @@ def to_memory(row: Row) -> Memory:
         valid_to=row["valid_to"],
         superseded_by=row["superseded_by"],
         decay_score=float(row["decay_score"]),
+        org=row["org"] or row["owner"],
     )
 
 
