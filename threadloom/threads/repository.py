@@ -22,7 +22,7 @@ import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Final
 
 from threadloom.errors import InvalidInput
@@ -50,6 +50,7 @@ class Repository:
         if reason:
             raise InvalidInput(reason)
         self.root = real
+        self._top = str(real).rstrip("/")  # "/" itself is refused above: never empty
         self.folder_mode = stat.S_IMODE(st.st_mode) & 0o775 | 0o700  # never world-writable
         self.file_mode = self.folder_mode & 0o666
 
@@ -157,11 +158,11 @@ class Repository:
         """The parts of `rel`'s real path below the root; refused, naming the link, when a symlink
         takes it outside the repository or into `.git`. Without `follow_last` the last part is
         kept as it is (it is then used without being followed)."""
-        parts = PurePosixPath(rel).parts
-        if not parts or PurePosixPath(rel).is_absolute() or ".." in parts:
+        parts = tuple(rel.split("/"))
+        if rel.startswith("/") or not all(p and p not in (".", "..") for p in parts):
             raise InvalidInput(f"{rel!r} is not a path inside the repository")
         lead = parts if follow_last else parts[:-1]
-        inside = self._inside(Path(os.path.realpath(self.root.joinpath(*lead))))
+        inside = self._inside(os.path.realpath(os.path.join(self._top, *lead)))
         if inside is None:
             raise self._refusal(verb, rel, lead)
         real = inside if follow_last else (*inside, parts[-1])
@@ -169,10 +170,13 @@ class Repository:
             raise InvalidInput(f"cannot {verb} {rel}: it is the repository's own folder")
         return real
 
-    def _inside(self, real: Path) -> tuple[str, ...] | None:
-        if not real.is_relative_to(self.root):
+    def _inside(self, real: str) -> tuple[str, ...] | None:
+        """`real`'s parts below the root; None when it is outside, or in `.git`."""
+        if real == self._top:
+            return ()
+        if not real.startswith(self._top + "/"):
             return None
-        parts = real.relative_to(self.root).parts
+        parts = tuple(real[len(self._top) + 1 :].split("/"))
         return None if ".git" in parts else parts
 
     def _refusal(self, verb: str, rel: str, lead: tuple[str, ...]) -> InvalidInput:
@@ -182,7 +186,7 @@ class Repository:
             if not path.is_symlink():
                 continue
             dest = Path(os.path.realpath(path))
-            if self._inside(dest) is None:
+            if self._inside(str(dest)) is None:
                 name = "/".join(lead[:n])
                 who = "it is" if name == rel else f"{name} is"
                 where = "inside the repository's .git" if dest.is_relative_to(self.root) else "outside the repository"
