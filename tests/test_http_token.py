@@ -7,10 +7,12 @@ import stat
 from pathlib import Path
 
 import pytest
+from starlette.types import Receive, Scope, Send
 
 from tests.helpers import cli
 from tests.http_server import raw_post, serve_http
 from threadloom.errors import ConfigError
+from threadloom.server.http_gates import BearerTokenGate
 from threadloom.server.http_token import read_token, stored_token
 
 
@@ -55,9 +57,35 @@ def test_http_token_prints_the_path_and_makes_the_token(home: Path) -> None:
     assert token not in again.stderr
 
 
-def test_a_repeated_authorization_or_host_header_is_refused(home: Path, tmp_path: Path) -> None:
+def test_a_repeated_authorization_or_host_header_or_an_upgrade_gets_nothing_past_the_token(
+    home: Path, tmp_path: Path
+) -> None:
     with serve_http(home, tmp_path) as served:
         right = ("Authorization", f"Bearer {served.token}")
         assert raw_post(served.port, [right, ("Host", "127.0.0.1")]) == 200
         assert raw_post(served.port, [right, ("Authorization", "Bearer wrong"), ("Host", "127.0.0.1")]) == 401
         assert raw_post(served.port, [right, ("Host", "127.0.0.1"), ("Host", "evil.example")]) in (400, 421)
+        upgrade = [("Connection", "Upgrade"), ("Upgrade", "websocket"), ("Sec-WebSocket-Version", "13")]
+        assert raw_post(served.port, [*upgrade, ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ==")]) == 401
+
+
+@pytest.mark.anyio
+async def test_the_token_gate_lets_no_websocket_through() -> None:
+    reached: list[str] = []
+    sent: list[dict[str, object]] = []
+
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        reached.append(scope["type"])
+
+    async def receive() -> dict[str, object]:
+        return {"type": "websocket.connect"}
+
+    async def send(message: dict[str, object]) -> None:
+        sent.append(message)
+
+    gate = BearerTokenGate(app, "t" * 20)
+    headers = [(b"authorization", b"Bearer " + b"t" * 20)]
+    await gate({"type": "websocket", "headers": headers}, receive, send)
+    await gate({"type": "lifespan"}, receive, send)
+    assert reached == ["lifespan"]
+    assert sent == [{"type": "websocket.close", "code": 1008}]

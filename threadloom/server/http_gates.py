@@ -58,8 +58,11 @@ class BearerTokenGate:
         self._expected = f"Bearer {token}".encode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] == "lifespan":
             await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":  # a websocket, say: nothing here serves one, token or not
+            await send({"type": "websocket.close", "code": 1008})
             return
         given = header_values(scope, b"authorization")
         if len(given) == 1 and hmac.compare_digest(given[0], self._expected):

@@ -70,6 +70,8 @@ class Limits:
             "limit_concurrency": self.max_connections + 1,  # our guard sheds first; this bounds tasks too
             "timeout_keep_alive": 5,
             "h11_max_incomplete_event_size": HEADER_BYTES,
+            "ws": "none",  # MCP is plain HTTP; an upgrade request is served (and refused) as one
+            "proxy_headers": False,  # no proxy in front: X-Forwarded-* from a client is not its address
             "access_log": False,
             "log_config": None,  # uvicorn's loggers propagate to ours, and through its filter
         }
