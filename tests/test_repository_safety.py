@@ -296,9 +296,12 @@ def test_the_filesystem_root_is_refused_as_a_repository(home: Path) -> None:
 
 @pytest.mark.anyio
 @pytest.mark.usefixtures("filesystem_root_guard")
-async def test_an_agent_started_in_the_filesystem_root_keeps_its_memory_but_writes_nothing_there(home: Path) -> None:
+@pytest.mark.parametrize("setting", [{}, {"THREADLOOM_ROOT": "/"}], ids=["started-there", "THREADLOOM_ROOT"])
+async def test_an_agent_in_the_filesystem_root_keeps_its_memory_but_writes_nothing_there(
+    home: Path, setting: dict[str, str]
+) -> None:
     existed = {n: os.path.lexists(f"/{n}") for n in ("AGENTS.md", ".threadloom", ".cursor")}
-    params = serve_params(home, "--in-process", THREADLOOM_TOOLSET="full")
+    params = serve_params(home, "--in-process", THREADLOOM_TOOLSET="full", **setting)
     params.cwd = "/"
     async with Client(params, mode="legacy") as client:
         stored = await client.call_tool("memory_store", {"content": "Tests run with make test"})

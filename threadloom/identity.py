@@ -132,19 +132,16 @@ def project_root(env: Mapping[str, str], client_roots: Sequence[str], cwd: str) 
     taken from the agent's working directory `cwd`, not this process's), else at the first `file://`
     root the client offers, else at `cwd`, and goes up to the nearest folder holding `.git` or a
     threadloom project (stopping below the home folder and /); without one it is the folder itself.
-    A folder that does not exist or is not a folder is refused, never created. THREADLOOM_ROOT set to
-    / or the home folder is refused; an agent merely started there keeps its session (memory needs no
-    repository) and `unsafe_repository_root` refuses every repository file there."""
+    A folder that does not exist or is not a folder is refused, never created. / or the home folder
+    is returned as it is: a session there keeps its memory (which needs no repository, and a spawned
+    child inherits its parent's root), while `unsafe_repository_root` refuses every repository file
+    there (`threads.repository`), so /AGENTS.md can never be written."""
     from urllib.parse import unquote, urlparse
 
     base = Path(cwd).expanduser().absolute()
     explicit = env.get("THREADLOOM_ROOT")
     if explicit:
-        root = _repository_root(base / Path(explicit).expanduser(), f"THREADLOOM_ROOT={explicit}")
-        reason = unsafe_repository_root(root)
-        if reason:
-            raise InvalidInput(f"THREADLOOM_ROOT={explicit}: {reason}")
-        return root
+        return _repository_root(base / Path(explicit).expanduser(), f"THREADLOOM_ROOT={explicit}")
     for uri in client_roots:
         if uri.startswith("file://"):
             parsed = urlparse(uri)
