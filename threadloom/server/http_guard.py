@@ -87,16 +87,18 @@ class ConnectionGuard:
     def admit(self, proto: H11Protocol, open_now: int) -> None:
         if open_now <= self.limits.max_connections:
             return
-        victim = next((p for p in self._idle if p is not proto and not p.transport.is_closing()), None)
-        if victim is None:
-            log.warning("HTTP connection limit (%d) reached, all busy: refusing a new one", self.limits.max_connections)
-            proto.transport.close()
-            return
-        log.warning(
-            "HTTP connection limit (%d) reached: closing the connection idle longest", self.limits.max_connections
-        )
-        self._idle.pop(victim)
-        victim.transport.close()
+        while self._idle:  # oldest first; one already closing frees nothing, and is dropped from the list
+            victim = next(iter(self._idle))
+            del self._idle[victim]
+            if victim is not proto and not victim.transport.is_closing():
+                log.warning(
+                    "HTTP connection limit (%d) reached: closing the connection idle longest",
+                    self.limits.max_connections,
+                )
+                victim.transport.close()
+                return
+        log.warning("HTTP connection limit (%d) reached, all busy: refusing a new one", self.limits.max_connections)
+        proto.transport.close()
 
     def idle(self, proto: H11Protocol) -> None:
         self._idle.setdefault(proto)
