@@ -200,3 +200,9 @@ def test_catch_up_shows_anothers_memory_events_only_for_shared_memories(world: W
 def test_a_session_id_of_another_user_cannot_be_taken_over(world: World) -> None:
     with pytest.raises(InvalidInput, match="belongs to another user"):
         SessionService(world.store).open(SessionInfo("ana-1", "codex", "stdio", "/repo", "/repo", 2, user="ben"))
+
+
+def test_a_session_cannot_claim_another_users_session_as_its_parent(world: World) -> None:
+    child = SessionInfo("ben-2", "codex", "stdio", "/repo", "/repo", 2, user="ben", parent_id="ana-1")
+    with pytest.raises(InvalidInput, match="not a session of this user"):
+        SessionService(world.store).open(child)

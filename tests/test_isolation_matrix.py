@@ -50,9 +50,6 @@ KNOWN_LEAKS = {
     # coordination/signals.py accepts any `task` tag, and spawn.py task_signals lists every signal so tagged:
     # another user's words join the task's signals and its tournament's answers.
     "another user's signal joins a task": r"^signals of other users joined alice's task",
-    # coordination/spawn.py _start gives the child the daemon's environment, which has no THREADLOOM_USER:
-    # the child acts as the daemon's default user, not as the user who spawned it.
-    "a spawned child does not act as its spawner": r"^the child agent of alice's task",
 }
 
 

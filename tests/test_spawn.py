@@ -30,7 +30,9 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
 
 
 def parent(store: SqliteStore, repo: Path) -> Provenance:
-    info = SessionInfo(id="parent-1", vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1)
+    info = SessionInfo(
+        id="parent-1", vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1, user="ana"
+    )
     SessionService(store).open(info)
     return info.provenance()
 
@@ -47,10 +49,11 @@ def finished(service: SpawnService, task_id: str) -> dict[str, object] | None:
 def test_a_child_gets_its_prompt_on_stdin_and_the_parents_lineage(store: SqliteStore, tmp_path: Path) -> None:
     service = spawner(store, tmp_path)
     big = "x" * 300_000 + "\n"  # over the 128 KiB a single argument may be
-    task = service.spawn(parent(store, tmp_path), big + "sleep 0.1", role="tester")
+    prov = parent(store, tmp_path)
+    task = service.spawn(prov, big + "sleep 0.1", role="tester")
     done = wait_for(lambda: finished(service, task["id"]), what="the child to finish")
     assert done["status"] == "done" and done["exit_code"] == 0
-    log = service.log_tail(task["id"])
+    log = service.log_tail(task["id"], prov)
     assert f"parent=parent-1 task={task['id']} chars=300010" in log and "finished" in log
     assert [t["id"] for t in service.tasks(parent(store, tmp_path))] == [task["id"]]
 
@@ -66,10 +69,11 @@ def test_the_watchdog_terms_then_kills_and_reports_124(store: SqliteStore, tmp_p
 
 def test_a_timed_out_task_gets_one_continuation(store: SqliteStore, tmp_path: Path) -> None:
     service = spawner(store, tmp_path)
-    task = service.spawn(parent(store, tmp_path), "sleep 30", timeout_s=1, retries=1)
+    prov = parent(store, tmp_path)
+    task = service.spawn(prov, "sleep 30", timeout_s=1, retries=1)
     done = wait_for(lambda: finished(service, task["id"]), timeout=40, what="both attempts")
     assert done["status"] == "timeout" and done["attempt"] == 2
-    assert "continued=True" in service.log_tail(task["id"])
+    assert "continued=True" in service.log_tail(task["id"], prov)
 
 
 def test_admission_is_race_free_and_frees_up_when_a_child_ends(store: SqliteStore, tmp_path: Path) -> None:
@@ -104,7 +108,9 @@ def test_a_tournament_asks_each_role_and_digests_their_signals(store: SqliteStor
     )
     prov = parent(store, tmp_path)
     tournament = service.tournament(prov, "signal my answer", ["skeptic", "optimist"], timeout_s=60)
-    digest = wait_for(lambda: (d := service.digest(tournament))["finished"] and d, timeout=60, what="the tournament")
+    digest = wait_for(
+        lambda: (d := service.digest(tournament, prov))["finished"] and d, timeout=60, what="the tournament"
+    )
     assert sorted(e["role"] for e in digest["entries"]) == ["optimist", "skeptic"]
     assert all(e["status"] == "done" and e["answers"] == ["my answer"] for e in digest["entries"])
 
@@ -126,7 +132,7 @@ def test_daily_token_and_cost_ceilings_count_what_the_children_reported(store: S
 def _spawn_in_process(db: str, home: str, results: Any) -> None:
     store = open_store(Path(db))
     service = SpawnService(store, Path(home), SpawnConfig(command=FAKE, max_children=2))
-    prov = Provenance(session_id="parent-1", vendor="claude", project=home)
+    prov = Provenance(session_id="parent-1", vendor="claude", project=home, user="ana")
     try:
         results.put(service.spawn(prov, "sleep 3")["id"])
     except AdmissionRefused:

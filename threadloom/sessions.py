@@ -69,6 +69,10 @@ class SessionService:
             owner = w.scalar("SELECT user FROM sessions WHERE id = :id", {"id": info.id})
             if owner is not None and owner != info.user:
                 raise InvalidInput(f"session id {info.id} belongs to another user; start a new session")
+            if info.parent_id is not None:
+                parent = w.scalar("SELECT user FROM sessions WHERE id = :id", {"id": info.parent_id})
+                if parent is not None and parent != info.user:
+                    raise InvalidInput(f"THREADLOOM_PARENT_SESSION {info.parent_id} is not a session of this user")
             changed = w.execute(
                 "UPDATE sessions SET vendor = :vendor, client_name = :cname, client_version = :cver, "
                 "transport = :transport, project = :project, cwd = :cwd, pid = :pid, parent_id = :parent_id, "

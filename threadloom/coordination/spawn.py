@@ -185,6 +185,9 @@ class SpawnService:
             "THREADLOOM_TASK": run.task_id,
             "THREADLOOM_ROOT": str(run.cwd),
             "THREADLOOM_SESSION_ID": f"{run.task_id}-{run.attempt}",
+            # the child acts for whoever spawned it, not for the daemon's default user
+            **{k: v for k, v in (("THREADLOOM_USER", run.prov.user), ("THREADLOOM_AUTHOR", run.prov.author),
+                                 ("THREADLOOM_ORG", run.prov.org)) if v},
         }  # fmt: skip
         try:
             log = open(run.log_path, "ab")  # noqa: SIM115 - handed to the child, closed by the watchdog
