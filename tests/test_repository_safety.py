@@ -234,6 +234,32 @@ async def test_a_pipe_a_huge_file_or_binary_text_is_reported_not_read(home: Path
     assert init.is_error and structured(init)["error"] == "cannot read AGENTS.md: it is not UTF-8 text"
 
 
+# Nine lists of nine, nested nine deep through aliases: tiny on disk, 9**9 items once printed.
+ALIAS_BOMB = "a0: &a0 [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"a{n}: &a{n} [{', '.join([f'*a{n - 1}'] * 9)}]\n" for n in range(1, 9)
+)
+
+
+@pytest.mark.anyio
+async def test_yaml_aliases_cannot_make_a_thread_or_project_file_enormous(home: Path, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    params = serve_params(home, "--in-process", THREADLOOM_ROOT=str(repo), THREADLOOM_TOOLSET="full")
+    async with Client(params, mode="legacy") as client:
+        assert not (await client.call_tool("thread_project", {"action": "create", "title": "Shop"})).is_error
+        (repo / ".threadloom/threads/shop/bomb.md").write_text(
+            f"---\n{ALIAS_BOMB}id: bomb\ntitle: *a8\nparent: main\ncreated: 2026-01-01\nupdated: 2026-01-01\n---\n"
+        )
+        (repo / ".threadloom/threads/shop/bomb-id.md").write_text(f"---\n{ALIAS_BOMB}id: *a8\n---\n")
+        (repo / ".threadloom/projects/boom.yaml").write_text(f"{ALIAS_BOMB}title: *a8\n")
+        context = structured(await client.call_tool("thread_context", {}))
+        projects = structured(await client.call_tool("thread_project", {}))
+    assert {p["path"]: p["error"] for p in context["problems"]} == {
+        ".threadloom/threads/shop/bomb.md": "title must be text, not a list",
+        ".threadloom/threads/shop/bomb-id.md": "id must be text, not a list",
+    }
+    assert "skipped .threadloom/projects/boom.yaml: title must be text, not a list" in projects["caveats"]
+
+
 def test_creating_a_project_never_replaces_a_file_already_there(home: Path, tmp_path: Path) -> None:
     repo = git_repo(tmp_path / "repo")
     (repo / ".threadloom/projects").mkdir(parents=True)

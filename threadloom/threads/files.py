@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -41,7 +41,7 @@ def _ms(value: object) -> int:
         return int(value.replace(tzinfo=value.tzinfo or UTC).timestamp() * 1000)
     if isinstance(value, str):
         return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
-    raise ValueError(f"not a time: {value!r}")
+    raise ValueError(f"not a time: {scalar(value, 'a time')!r}")
 
 
 def render(thread: Thread) -> str:
@@ -76,25 +76,37 @@ def parse(text: str, expected_id: str) -> Thread:
     if not isinstance(front, dict):
         raise ValueError("the front matter is not a mapping")
     if front.get("id") != expected_id:
-        raise ValueError(f"its id {front.get('id')!r} does not match the file name")
+        raise ValueError(f"its id {scalar(front.get('id'), 'id')!r} does not match the file name")
     body = text[end + 4 :].lstrip("-").lstrip("\n")
     paths = front.get("paths") or []
     if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
         raise ValueError("paths must be a list of strings")
     return Thread(
         id=expected_id,
-        title=str(front["title"]),
-        parent=front.get("parent") or None,
-        status=str(front.get("status", "active")),
-        author=str(front.get("author", "unknown")),
+        title=scalar(front["title"], "title"),
+        parent=_optional(front.get("parent"), "parent"),
+        status=scalar(front.get("status", "active"), "status"),
+        author=scalar(front.get("author", "unknown"), "author"),
         created_at=_ms(front["created"]),
         updated_at=_ms(front["updated"]),
         summary=Summary.parse(body),
-        branch=front.get("branch") or None,
-        commit=front.get("commit") or None,
+        branch=_optional(front.get("branch"), "branch"),
+        commit=_optional(front.get("commit"), "commit"),
         paths=tuple(paths),
-        outcome=front.get("outcome") or None,
+        outcome=_optional(front.get("outcome"), "outcome"),
     )
+
+
+def scalar(value: object, what: str) -> str:
+    """A front-matter value as text. A list or a mapping is refused unread: YAML aliases let a hostile
+    file make one enormous (nine nested lists of nine are 9**9 items once printed)."""
+    if not isinstance(value, str | int | float | date):  # bool is an int, datetime a date
+        raise ValueError(f"{what} must be text, not a {type(value).__name__}")
+    return str(value)
+
+
+def _optional(value: object, what: str) -> str | None:
+    return None if value is None or value == "" else scalar(value, what)
 
 
 class ThreadFiles:

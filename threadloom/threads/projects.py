@@ -11,10 +11,12 @@ from typing import Final
 import yaml
 
 from threadloom.errors import InvalidInput
+from threadloom.threads.files import scalar
 from threadloom.threads.model import check_thread_id, slugify
 from threadloom.threads.repository import Repository
 
 PROJECTS: Final = ".threadloom/projects"
+_LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -33,11 +35,14 @@ def load_projects(repo: Repository) -> tuple[dict[str, Project], list[str]]:
     for name, text in texts.items():
         stem = name.removesuffix(".yaml")
         try:
-            data = yaml.safe_load(text) or {}
+            data = yaml.load(text, Loader=_LOADER) or {}
             found[check_thread_id(stem)] = Project(
-                stem, str(data["title"]), str(data.get("system_context", "")), str(data.get("mode", "solo"))
+                stem,
+                scalar(data["title"], "title"),
+                scalar(data.get("system_context", ""), "system_context"),
+                scalar(data.get("mode", "solo"), "mode"),
             )
-        except (KeyError, TypeError, yaml.YAMLError, InvalidInput) as exc:
+        except (KeyError, TypeError, ValueError, yaml.YAMLError, InvalidInput) as exc:
             skipped.append(f"skipped {PROJECTS}/{name}: {str(exc).splitlines()[0]}")
     return found, skipped
 
