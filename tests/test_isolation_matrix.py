@@ -44,13 +44,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 TOKEN = "matrix-token-0123456789"
 EVERY_TOOL = {t.name for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS)}
 
-# Leaks this matrix finds in code outside its author's remit, reported for a fix. Each must still happen:
-# once one is fixed, the test fails until its entry is removed from here.
-KNOWN_LEAKS = {
-    # coordination/signals.py accepts any `task` tag, and spawn.py task_signals lists every signal so tagged:
-    # another user's words join the task's signals and its tournament's answers.
-    "another user's signal joins a task": r"^signals of other users joined alice's task",
-}
+# Leaks known and not yet fixed (name: pattern of the finding); each listed must still happen, so a fix
+# fails the test until its entry goes. None are known.
+KNOWN_LEAKS: dict[str, str] = {}
 
 
 def needles(alice: Alice, elsewhere: bool, other_user: bool) -> dict[str, str]:

@@ -320,9 +320,12 @@ class SpawnService:
 
     def task_signals(self, task_id: str) -> list[dict[str, Any]]:
         """Signals tagged with the task or sent by its sessions, in order."""
+        # A `task` tag is free text anyone may write: only its sessions' and its owner's signals count.
         rows = self._store.read(
             lambda r: r.rows(
-                "SELECT id, sender, kind, body, created_at FROM signals WHERE task = :t OR sender LIKE :s ORDER BY id",
+                "SELECT s.id, s.sender, s.kind, s.body, s.created_at FROM signals s WHERE s.sender LIKE :s "
+                "OR (s.task = :t AND EXISTS (SELECT 1 FROM sessions x JOIN tasks k ON k.id = :t "
+                "WHERE x.id = s.sender AND x.user = k.owner)) ORDER BY s.id",
                 {"t": task_id, "s": task_id + "-%"},
             )
         )
