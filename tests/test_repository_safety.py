@@ -294,6 +294,20 @@ def test_the_cli_refuses_a_planted_link_by_name(
     assert "secret-marker" not in repo_texts(repo)
 
 
+def test_the_cli_tree_lists_a_thread_file_it_refused(home: Path, tmp_path: Path) -> None:
+    repo = git_repo(tmp_path / "repo")
+    decoy = make_decoy(tmp_path / "decoy")
+    env = {"THREADLOOM_ROOT": str(repo)}
+    assert run(home, "thread", "project", "--create", "Shop", **env).returncode == 0
+    plant(repo, ".threadloom/threads/shop/search.md", decoy / "search.md")
+    tree = run(home, "thread", "tree", **env)
+    assert tree.stdout.startswith("main  <- active\n! .threadloom/threads/shop/search.md: "), tree.stdout
+    assert " ".join(tree.stdout.split()).endswith(  # the terminal may wrap the long line
+        f"refusing to read .threadloom/threads/shop/search.md: it is a symlink to {decoy / 'search.md'} "
+        "outside the repository"
+    )
+
+
 # roots
 
 

@@ -34,8 +34,14 @@ def project(
 
 @thread_app.command("tree")
 def tree() -> None:
-    """The thread tree, with statuses, branches and the active thread."""
-    run_in_session(lambda rt, prov: rt.threads.tree(prov)["tree"], as_json=False)
+    """The thread tree, with statuses, branches and the active thread; then any file that could not
+    be read (broken by hand, or a link out of the repository) and why."""
+
+    def act(rt: Runtime, prov: Provenance) -> str:
+        found = rt.threads.tree(prov)
+        return "\n".join([found["tree"], *[f"! {p['path']}: {p['error']}" for p in found["problems"]]])
+
+    run_in_session(act, as_json=False)
 
 
 @thread_app.command("context")
