@@ -171,10 +171,12 @@ def test_watch_shows_who_signalled_whom(home: Path) -> None:
     store = open_store(home / "threadloom.db")
     try:
         for sid in ("ana-1", "ben-1"):
-            SessionService(store).open(SessionInfo(sid, "claude", "stdio", "/r", "/r", 1))
-        prov = SessionInfo("ana-1", "claude", "stdio", "/r", "/r", 1).provenance()
+            SessionService(store).open(SessionInfo(sid, "claude", "stdio", "/r", "/r", 1, user="ana"))
+        prov = SessionInfo("ana-1", "claude", "stdio", "/r", "/r", 1, user="ana").provenance()
         SignalService(store).whisper(prov, "ben-1", "review my PR please")
     finally:
         store.close()
-    shown = cli(home, "watch", "--once")
+    shown = cli(home, "watch", "--once", THREADLOOM_USER="ana")
     assert shown.returncode == 0 and "ana-1 -whisper-> ben-1: review my PR please" in shown.stdout
+    other = cli(home, "watch", "--once", THREADLOOM_USER="cy")
+    assert other.returncode == 0 and "review my PR" not in other.stdout

@@ -5,12 +5,12 @@ The CLI searches with full-text only (it does not load the vector model); server
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 
 import typer
 
 from threadloom.cli.session import run_in_session
+from threadloom.clock import instant
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
 from threadloom.memory.model import Link, NewMemory
@@ -20,19 +20,8 @@ from threadloom.runtime import Runtime
 memory_app = typer.Typer(help="Store, recall and maintain the memory graph.", no_args_is_help=True)
 
 
-def _epoch_ms(text: str | None) -> int | None:
-    """An ISO-8601 date or time, or epoch milliseconds."""
-    if text is None:
-        return None
-    if text.isdigit():
-        return int(text)
-    try:
-        parsed = datetime.fromisoformat(text)
-    except ValueError:
-        raise InvalidInput(f"{text!r} is neither ISO-8601 (2026-05-01, 2026-05-01T09:00) nor epoch ms") from None
-    if parsed.tzinfo is None:
-        parsed = parsed.astimezone()  # a naive time is local time
-    return int(parsed.timestamp() * 1000)
+def _epoch_ms(text: str | None, name: str = "--as-of") -> int | None:
+    return instant(text, name)
 
 
 @memory_app.command("store")
@@ -93,8 +82,8 @@ def search(
         categories=tuple(category or ()),
         entity=entity,
         statuses=tuple(status or ()),
-        created_since=_epoch_ms(since),
-        active_since=_epoch_ms(active_since),
+        created_since=_epoch_ms(since, "--since"),
+        active_since=_epoch_ms(active_since, "--active-since"),
         all_projects=all_projects,
     )
     run_in_session(lambda rt, prov: rt.recall.search(query, prov, filters, k))

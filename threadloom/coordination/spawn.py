@@ -97,9 +97,7 @@ class SpawnService:
             raise InvalidInput("timeout_s is 1 second to 1 day")
         if retries not in (0, 1):
             raise InvalidInput("retries is 0 or 1 (one continuation after a timeout)")
-        workdir = Path(cwd or prov.project or os.getcwd())
-        if not workdir.is_dir():
-            raise InvalidInput(f"cwd {workdir} is not a folder")
+        workdir = child_workdir(cwd, prov.project)
         argv = self._command(agent, model)
         task_id = "t_" + secrets.token_hex(6)
         self._logs.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -330,6 +328,24 @@ class SpawnService:
             )
         )
         return [dict(row) for row in rows]
+
+
+def child_workdir(cwd: str | None, project: str | None) -> Path:
+    """Where a child runs: the session's project, or a folder inside it (resolved, so a link cannot lead out):
+    a session may not start an agent anywhere else on the machine."""
+    if cwd is not None and len(cwd) > 4_096:
+        raise InvalidInput("cwd is at most 4,096 characters")
+    base = Path(project or os.getcwd()).resolve()
+    try:
+        workdir = (base / (cwd or ".")).resolve()
+        inside = workdir == base or base in workdir.parents
+        if not inside:
+            raise InvalidInput(f"cwd {cwd} is outside this session's project {base}; children run inside it")
+        if not workdir.is_dir():
+            raise InvalidInput(f"cwd {workdir} is not a folder")
+    except OSError as exc:
+        raise InvalidInput(f"cwd {cwd!r} cannot be used: {exc.strerror}") from None
+    return workdir
 
 
 def reported_usage(log_path: Path) -> tuple[int | None, float | None]:

@@ -64,9 +64,9 @@ class ThreadloomServer(MCPServer[Any]):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         started = time.perf_counter()
         ran = True
-        unknown = self._unknown_arguments(name, arguments)
-        if unknown:
-            return errors.error_result(unknown, retryable=False)
+        problem = self._unknown_arguments(name, arguments) or argument_problem(arguments)
+        if problem:
+            return errors.error_result(problem, retryable=False)
         try:
             result = await super().call_tool(name, arguments, context)
         except MCPError:
@@ -109,6 +109,41 @@ class ThreadloomServer(MCPServer[Any]):
             await self.runtime.call(self.runtime.sessions.record, conn.session.provenance(), "tool.call", detail)
         except ThreadloomError as exc:  # the journal is bookkeeping: a full disk must not fail a call that worked
             log.warning("tool call not journaled: %s", exc.message)
+
+
+MAX_ITEMS = 1_000
+INT64 = 2**63 - 1
+
+
+def argument_problem(value: Any, path: str = "") -> str | None:
+    """What no tool accepts, whatever its schema says: a NUL byte or an unpaired surrogate in a string, an
+    integer past 64 bits, a list of over MAX_ITEMS items. Named by the argument's path, checked before any
+    tool runs (the database and the JSON encoder would otherwise fail with an internal error)."""
+    where = path or "arguments"
+    if isinstance(value, str):
+        if "\x00" in value:
+            return f"invalid arguments: {where!r} contains a NUL byte"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return f"invalid arguments: {where!r} contains an unpaired surrogate (not valid Unicode text)"
+    elif isinstance(value, bool):
+        return None
+    elif isinstance(value, int) and not -INT64 - 1 <= value <= INT64:
+        return f"invalid arguments: {where!r} is out of range (a 64-bit integer)"
+    elif isinstance(value, list):
+        if len(value) > MAX_ITEMS:
+            return f"invalid arguments: {where!r} has {len(value):,} items; at most {MAX_ITEMS:,}"
+        for n, item in enumerate(value):
+            found = argument_problem(item, f"{where}[{n}]")
+            if found:
+                return found
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            found = argument_problem(item, f"{path}.{key}" if path else str(key))
+            if found:
+                return found
+    return None
 
 
 class ConnectionMiddleware:

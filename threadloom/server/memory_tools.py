@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
+from threadloom.clock import instant
 from threadloom.errors import InvalidInput
 from threadloom.memory.model import EDGE_TYPES, Link, NewMemory
 from threadloom.memory.recall import RecallFilters
@@ -17,6 +18,9 @@ from threadloom.server.connection import caller
 from threadloom.server.toolsets import ToolDef
 
 MemoryId = Annotated[str, Field(description="A memory id, e.g. m_0123456789abcdef.")]
+# A time: epoch milliseconds, or an ISO 8601 date or date-time (local time unless it has an offset).
+Instant = int | str
+Categories = Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]], Field(max_length=32)]
 EdgeType = Literal[
     "caused_by",
     "supersedes",
@@ -75,7 +79,7 @@ async def memory_store(
     idempotency_key: Annotated[
         str | None, Field(description="Your own key for this write: a retry with it returns the first result.")
     ] = None,
-    valid_from: Annotated[int | None, Field(description="Epoch ms since when the fact holds; default now.")] = None,
+    valid_from: Annotated[Instant | None, Field(description="Since when the fact holds; default now.")] = None,
     pinned: Annotated[bool, Field(description="Never forget it.")] = False,
 ) -> dict[str, Any]:
     """Remember something for later sessions, in this project's memory graph.
@@ -99,7 +103,7 @@ async def memory_store(
         visibility=visibility,
         related=tuple(Link(r.id, r.type) for r in related or ()),
         idempotency_key=idempotency_key,
-        valid_from=valid_from,
+        valid_from=instant(valid_from, "valid_from"),
         pinned=pinned,
     )
     stored = await runtime.call(runtime.memory.store, new, prov)
@@ -115,8 +119,8 @@ async def memory_recall(
         Field(description="concise: id, summary, status, score; full adds all fields and why"),
     ] = "full",
     read_only: Annotated[bool, Field(description="Do not count this as recalling them (no reactivation).")] = False,
-    as_of: Annotated[int | None, Field(description="Epoch ms: what was held true at that time.")] = None,
-    categories: Annotated[list[str] | None, Field(description="Only these categories.")] = None,
+    as_of: Annotated[Instant | None, Field(description="What was held true at that time.")] = None,
+    categories: Annotated[Categories | None, Field(description="Only these categories.")] = None,
     entity: Annotated[str | None, Field(description="Only memories about this entity.")] = None,
     statuses: Annotated[list[Status] | None, Field(description="Only these lifecycle statuses.")] = None,
     all_projects: Annotated[bool, Field(description="Search every project, not just this one.")] = False,
@@ -140,7 +144,7 @@ async def memory_recall(
         k,
         verbosity,
         read_only,
-        as_of,
+        instant(as_of, "as_of"),
         _filters(categories, entity, statuses, all_projects=all_projects),
     )
 
@@ -202,11 +206,11 @@ async def memory_search(
     ctx: Context,
     query: Annotated[str, Field(description="Search text; empty lists by latest activity.")] = "",
     k: Annotated[int, Field(ge=1, le=200, description="How many to return.")] = 20,
-    categories: Annotated[list[str] | None, Field(description="Only these categories.")] = None,
+    categories: Annotated[Categories | None, Field(description="Only these categories.")] = None,
     entity: Annotated[str | None, Field(description="Only memories about this entity.")] = None,
     statuses: Annotated[list[Status] | None, Field(description="Only these lifecycle statuses.")] = None,
-    created_since: Annotated[int | None, Field(description="Epoch ms: stored since.")] = None,
-    active_since: Annotated[int | None, Field(description="Epoch ms: stored, recalled or reactivated since.")] = None,
+    created_since: Annotated[Instant | None, Field(description="Stored since.")] = None,
+    active_since: Annotated[Instant | None, Field(description="Stored, recalled or reactivated since.")] = None,
     all_projects: Annotated[bool, Field(description="Every project, not just this one.")] = False,
 ) -> dict[str, Any]:
     """Find or list memories by filters, without reactivating them. With an empty query, answers
@@ -215,7 +219,14 @@ async def memory_search(
     Returns {memories: [{...memory, score?}], mode: "search"|"enumerate", caveats: [...]}.
     """
     runtime, prov = await caller(ctx)
-    filters = _filters(categories, entity, statuses, created_since, active_since, all_projects)
+    filters = _filters(
+        categories,
+        entity,
+        statuses,
+        instant(created_since, "created_since"),
+        instant(active_since, "active_since"),
+        all_projects,
+    )
     return await runtime.call(runtime.recall.search, query, prov, filters, k)
 
 
