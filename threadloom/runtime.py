@@ -15,7 +15,7 @@ import anyio.to_thread
 
 from threadloom.clock import now_ms
 from threadloom.config import Settings
-from threadloom.coordination.presence import PresenceService
+from threadloom.coordination.presence import HEARTBEAT_S, PresenceService
 from threadloom.coordination.signals import SignalService
 from threadloom.coordination.spawn import SpawnConfig, SpawnService
 from threadloom.coordination.waiting import SignalWaiters
@@ -37,7 +37,9 @@ from threadloom.threads.service import ThreadService
 
 Mode = Literal["daemon", "in-process", "http", "cli"]
 EMBED_INTERVAL_S = 5.0
-HEARTBEAT_S = 60.0
+# How often a serving process looks for sessions past the liveness bound (a read; a write only when
+# one is found): a killed session's claims are released at most LIVENESS_MS + this after it was last seen.
+LIVENESS_SWEEP_S = 15.0
 EMBED_LOOKBACK_MS = 60_000
 log = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -108,16 +110,35 @@ class Runtime:
             tg.start_soon(self.keep_memories_maintained)
             tg.start_soon(self.waiters.poll)
             tg.start_soon(self.keep_sessions_present)
+            tg.start_soon(self.keep_sessions_live)
 
     async def keep_sessions_present(self) -> None:
-        """Heartbeat: a connected session counts as present even while it only waits."""
+        """Heartbeat: a connected session counts as present even while it only waits (and one expired while
+        this process slept is resumed)."""
         while True:
             await anyio.sleep(HEARTBEAT_S)
-            for session_id in list(self.live):
-                try:
-                    await self.call(self.sessions.touch, session_id)
-                except ThreadloomError as exc:
-                    log.warning("heartbeat failed: %s", exc.message)
+            try:
+                resumed = await self.call(self.presence.heartbeat, list(self.live))
+            except ThreadloomError as exc:
+                log.warning("heartbeat failed: %s", exc.message)
+                continue
+            if resumed:
+                log.info("resumed %d session(s) expired while this process was away", len(resumed))
+
+    async def keep_sessions_live(self) -> None:
+        """Liveness from the heartbeat, not a clean close: end the sessions of any process that stopped
+        heartbeating (killed -9, OOM-killed), and release their thread claims. Idempotent, so every
+        serving process may run it."""
+        while True:
+            await anyio.sleep(LIVENESS_SWEEP_S)
+            try:
+                expired = await self.call(self.presence.expire_absent, list(self.live))
+                released = await self.call(self.hygiene.release_orphans) if expired else 0
+            except ThreadloomError as exc:
+                log.warning("liveness sweep failed: %s", exc.message)
+                continue
+            if expired:
+                log.info("expired %d silent session(s), released %d thread claim(s)", len(expired), released)
 
     async def keep_memories_maintained(self) -> None:
         """Background job, every `maintenance_interval` seconds (0: never): the memory maintenance pass

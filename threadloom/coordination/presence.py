@@ -3,16 +3,32 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Collection
 from typing import Any, Final
 
+from threadloom.agents import VENDORS
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
+from threadloom.sessions import record_event
 from threadloom.store.base import Store, Writer
+from threadloom.store.sql import placeholders
 from threadloom.store.visibility import session_seen_sql, visibility_sql
 
+HEARTBEAT_S: Final = 60.0  # a serving process touches each of its connected sessions this often
+# Present: not ended and heard from within three heartbeats (and half of one more, for a busy store or a
+# slow loop). A session past this is gone (its daemon or agent was killed): it is no peer, gets no
+# signals, holds no claims, and the next sweep ends it (`session.expired`).
+LIVENESS_MS: Final = int(3.5 * HEARTBEAT_S * 1000)
+
+LIFECYCLE_KINDS: Final = ("session.started", "session.resumed", "session.ended", "session.expired")
 # Journal kinds that are noise to a peer: every tool call, and session bookkeeping.
 QUIET_KINDS: Final = ("tool.call", "session.started", "session.resumed", "session.ended", "thread.context")
+
+
+def present_since(now: int | None = None) -> int:
+    """The oldest last-seen time of a present session."""
+    return (now if now is not None else now_ms()) - LIVENESS_MS
 
 
 class PresenceService:
@@ -36,8 +52,8 @@ class PresenceService:
         return {"session": row, "unread_signals": int(unread)}
 
     def peers(self, prov: Provenance, window_s: float = 900, this_project: bool = False) -> list[dict[str, Any]]:
-        """Sessions seen within `window_s` and not ended, newest first; this one is marked. Only sessions
-        the caller may see: their own user's, and those of the people in their project."""
+        """Present sessions (see LIVENESS_MS) seen within `window_s`, newest first; this one is marked. Only
+        sessions the caller may see: their own user's, and those of the people in their project."""
         if not 1 <= window_s <= 7 * 86_400:
             raise InvalidInput("window_s is 1 second to 7 days")
         where = " AND project = :p" if this_project else ""
@@ -45,9 +61,9 @@ class PresenceService:
         rows = self._store.read(
             lambda r: r.rows(
                 "SELECT id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at FROM sessions s "
-                f"WHERE ended_at IS NULL AND last_seen_at >= :since{where} AND {seen} "
+                f"WHERE ended_at IS NULL AND last_seen_at >= :since AND last_seen_at >= :present{where} AND {seen} "
                 "ORDER BY last_seen_at DESC LIMIT 200",
-                params | {"since": now_ms() - int(window_s * 1000), "p": prov.project},
+                params | {"since": now_ms() - int(window_s * 1000), "present": present_since(), "p": prov.project},
             )
         )
         return [dict(row) | {"self": row["id"] == prov.session_id} for row in rows]
@@ -93,3 +109,55 @@ class PresenceService:
             return {"events": items, "more": len(items) == limit, "advanced": not peek}
 
         return self._store.write(read) if not peek else self._store.read(read)  # type: ignore[arg-type]
+
+    def expire_absent(self, keep: Collection[str] = (), now: int | None = None) -> list[str]:
+        """End the sessions unheard of past the liveness bound (a killed daemon or agent never closes its
+        sessions), each with a `session.expired` event; `keep`: sessions the caller knows are connected.
+        Idempotent, and a pass that finds nobody only reads. Returns the ids ended."""
+        now = now if now is not None else now_ms()
+        find = "SELECT id, vendor, project, last_seen_at FROM sessions WHERE ended_at IS NULL AND last_seen_at < :since"
+        params = {"since": present_since(now)}
+        if not any(row["id"] not in keep for row in self._store.read(lambda r: r.rows(find, params))):
+            return []
+
+        def tx(w: Writer) -> list[str]:
+            gone = [row for row in w.rows(find, params) if row["id"] not in keep]
+            for row in gone:
+                w.execute("UPDATE sessions SET ended_at = :now WHERE id = :id AND ended_at IS NULL",
+                          {"now": now, "id": row["id"]})  # fmt: skip
+                silent_s = (now - int(row["last_seen_at"])) // 1000
+                record_event(w, _lifecycle(row), "session.expired", {"silent_s": silent_s})
+            return [str(row["id"]) for row in gone]
+
+        return self._store.write(tx)
+
+    def heartbeat(self, session_ids: Collection[str]) -> list[str]:
+        """Touch the sessions connected to this process. One that was expired while still connected (the
+        machine slept past the bound) is resumed; one that closed is not. Returns the ids resumed."""
+        if not session_ids:
+            return []
+        keys, named = placeholders("s", list(session_ids))
+        kinds, kind_params = placeholders("k", LIFECYCLE_KINDS)
+
+        def tx(w: Writer) -> list[str]:
+            w.execute(f"UPDATE sessions SET last_seen_at = :now WHERE id IN ({keys})", named | {"now": now_ms()})
+            resumed = []
+            for row in w.rows(f"SELECT id, vendor, project FROM sessions WHERE id IN ({keys}) AND ended_at IS NOT NULL",
+                              named):  # fmt: skip
+                last = w.scalar(
+                    f"SELECT kind FROM events WHERE session_id = :id AND kind IN ({kinds}) ORDER BY id DESC LIMIT 1",
+                    kind_params | {"id": row["id"]},
+                )
+                if last == "session.expired":
+                    w.execute("UPDATE sessions SET ended_at = NULL WHERE id = :id", {"id": row["id"]})
+                    record_event(w, _lifecycle(row), "session.resumed", {"after": "expiry"})
+                    resumed.append(str(row["id"]))
+            return resumed
+
+        return self._store.write(tx)
+
+
+def _lifecycle(row: Any) -> Provenance:
+    """Who a liveness event is about: the session itself, recorded by the liveness job."""
+    vendor = row["vendor"] if row["vendor"] in VENDORS else "other"
+    return Provenance(session_id=str(row["id"]), vendor=vendor, project=row["project"], origin="job:liveness")

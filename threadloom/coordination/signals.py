@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from threadloom.clock import now_ms
+from threadloom.coordination.presence import LIVENESS_MS
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.sessions import record_event
@@ -17,7 +18,7 @@ from threadloom.store.base import Reader, Store, Writer
 from threadloom.store.visibility import session_seen_sql
 
 MAX_BODY_CHARS: Final = 20_000
-LIVE_WINDOW_MS: Final = 15 * 60_000  # a session seen this recently, and not ended, is present
+LIVE_WINDOW_MS: Final = LIVENESS_MS  # a session seen this recently, and not ended, is present and gets signals
 
 
 @dataclass(frozen=True)
@@ -42,6 +43,7 @@ class SignalService:
             target = resolve_session(w, to, prov)
             if target == me:
                 return Sent(None, ())
+            _check_present(w, target)
             return _send(w, prov, "whisper", None, body, [target], None, task)
 
         return self._store.write(tx)
@@ -80,6 +82,7 @@ class SignalService:
             target = resolve_session(w, to, prov)
             if target == me:
                 raise InvalidInput("a session cannot ask itself")
+            _check_present(w, target)
             return _send(w, prov, "ask", None, question, [target], None, task)
 
         return self._store.write(tx)
@@ -97,6 +100,7 @@ class SignalService:
             )
             if row is None:  # the same answer whether it does not exist or was asked of someone else
                 raise NotFound(f"no question {ask_id} was asked of this session")
+            _check_present(w, row["sender"])
             return _send(w, prov, "answer", None, answer, [row["sender"]], ask_id, row["task"])
 
         return self._store.write(tx)
@@ -180,6 +184,20 @@ def resolve_session(r: Reader, to: str, prov: Provenance) -> str:
     if len(found) > 1:
         raise InvalidInput(f"{to!r} matches several sessions ({', '.join(found)}...); give more of the id")
     return found[0]
+
+
+def _check_present(r: Reader, session_id: str) -> None:
+    """A signal to a session that is gone would wait in an inbox nobody reads: say so instead."""
+    row = r.one("SELECT ended_at, last_seen_at FROM sessions WHERE id = :id", {"id": session_id})
+    if row is None:
+        return  # its bookkeeping was never written (a full disk): nothing says it is gone
+    silent_ms = now_ms() - int(row["last_seen_at"])
+    if row["ended_at"] is not None or silent_ms > LIVE_WINDOW_MS:
+        how = "ended" if row["ended_at"] is not None else "not heard from"
+        raise NotFound(
+            f"session {session_id} is gone ({how}, last seen {silent_ms / 60_000:.0f} min ago); it gets signals "
+            "again if it reconnects. `peers` lists the live ones"
+        )
 
 
 def _me(prov: Provenance) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from threadloom.clock import now_ms
+from threadloom.coordination.presence import present_since
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
 from threadloom.sessions import record_event
@@ -91,16 +92,18 @@ class ThreadHygiene:
         project = self._threads.project(prov)
         rows = self._store.read(
             lambda r: r.rows(
-                "SELECT c.thread, c.session_id, c.claimed_at, s.vendor, s.ended_at IS NULL AS live "
+                "SELECT c.thread, c.session_id, c.claimed_at, s.vendor, "
+                "(s.ended_at IS NULL AND s.last_seen_at >= :present) AS live "
                 "FROM thread_claims c LEFT JOIN sessions s ON s.id = c.session_id "
                 "WHERE c.repo = :repo AND c.project = :p ORDER BY c.claimed_at",
-                {"repo": str(repo_of(prov)), "p": project.id},
+                {"repo": str(repo_of(prov)), "p": project.id, "present": present_since()},
             )
         )
         return [dict(row) | {"live": bool(row["live"])} for row in rows]
 
     def release_orphans(self) -> int:
-        """Hygiene: drop claims whose session has ended or is unknown."""
+        """Hygiene: drop claims whose session has ended (closed, or expired by the liveness sweep) or is
+        unknown."""
         return self._store.write(
             lambda w: w.execute(
                 "DELETE FROM thread_claims WHERE session_id NOT IN (SELECT id FROM sessions WHERE ended_at IS NULL)"
@@ -153,6 +156,10 @@ def _view(t: Thread) -> dict[str, Any]:
 
 
 def _session_live(w: Writer, session_id: str) -> bool:
+    """Present (see presence.LIVENESS_MS): a killed session's claim may be taken before the sweep ends it."""
     return bool(
-        w.scalar("SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :s AND ended_at IS NULL)", {"s": session_id})
+        w.scalar(
+            "SELECT EXISTS (SELECT 1 FROM sessions WHERE id = :s AND ended_at IS NULL AND last_seen_at >= :present)",
+            {"s": session_id, "present": present_since()},
+        )
     )
