@@ -138,7 +138,7 @@ async def coordination(p: Probe, alice: Alice, elsewhere: bool) -> None:
     task = alice.task_ids[0]
     await p.tool("signal_send", {"kind": "broadcast", "text": "tagged", "task": task}, hidden=task)
     await p.tool("signal_respond", {"ask_id": alice.ask_id, "text": "yes"}, hidden=alice.ask_id)
-    await p.tool("signal_inbox", {"include_read": True, "limit": 200, "mark_read": False})
+    await p.tool("signal_inbox", {"include_read": True, "limit": 200})
     await p.tool("signal_inbox", {})
     await p.tool("catch_up", {"peek": True, "limit": 500})
     await p.tool("catch_up", {"limit": 500})

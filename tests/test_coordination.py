@@ -37,12 +37,11 @@ def test_whispers_arrive_once_in_order_and_a_prefix_names_the_session(store: Sql
     assert signals.whisper(alice, "alice-0001", "to myself").id is None
     box = signals.inbox(bob)
     assert [s["body"] for s in box["unread"]] == ["hello 0", "hello 1", "hello 2"] and box["unread_left"] == 0
-    assert signals.inbox(bob)["unread"] == []
-    assert [s["body"] for s in signals.inbox(bob, mark_read=False, include_read=True)["read"]] == [
-        "hello 0",
-        "hello 1",
-        "hello 2",
-    ]
+    assert signals.inbox(bob)["unread"] == box["unread"]  # shown, not acknowledged: shown again
+    first = box["unread"][0]["id"]
+    assert [s["body"] for s in signals.inbox(bob, ack=[first])["unread"]] == ["hello 1", "hello 2"]
+    assert signals.inbox(bob, ack_upto=box["unread"][-1]["id"])["unread"] == []
+    assert [s["body"] for s in signals.inbox(bob, include_read=True)["read"]] == ["hello 0", "hello 1", "hello 2"]
     assert signals.inbox(alice)["unread"] == []
 
 

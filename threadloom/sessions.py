@@ -6,6 +6,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from threadloom import requests
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
@@ -40,8 +41,13 @@ class SessionInfo:
         )
 
 
-def record_event(w: Writer, provenance: Provenance, kind: str, detail: dict[str, Any] | None = None) -> int:
-    """Append one event inside the caller's transaction."""
+def record_event(
+    w: Writer, provenance: Provenance, kind: str, detail: dict[str, Any] | None = None, *, bookkeeping: bool = False
+) -> int:
+    """Append one event inside the caller's transaction. A tool's own write also claims the call's
+    idempotency key there; session bookkeeping (`bookkeeping`) does not."""
+    if not bookkeeping:
+        requests.claim(w)
     return w.insert(
         "INSERT INTO events (at, kind, session_id, vendor, project, origin, detail) "
         "VALUES (:at, :kind, :sid, :vendor, :project, :origin, :detail)",
@@ -91,6 +97,7 @@ class SessionService:
                 info.provenance(),
                 "session.started" if not changed else "session.resumed",
                 {"transport": info.transport, "client": info.client_name},
+                bookkeeping=True,
             )
 
         self._store.write(tx)
@@ -106,12 +113,12 @@ class SessionService:
         def tx(w: Writer) -> None:
             t = now_ms()
             w.execute("UPDATE sessions SET ended_at = :t, last_seen_at = :t WHERE id = :id", {"t": t, "id": info.id})
-            record_event(w, info.provenance(), "session.ended")
+            record_event(w, info.provenance(), "session.ended", bookkeeping=True)
 
         self._store.write(tx)
 
     def record(self, provenance: Provenance, kind: str, detail: dict[str, Any] | None = None) -> int:
-        return self._store.write(lambda w: record_event(w, provenance, kind, detail))
+        return self._store.write(lambda w: record_event(w, provenance, kind, detail, bookkeeping=True))
 
 
 def _params(info: SessionInfo, t: int) -> dict[str, Any]:

@@ -6,6 +6,8 @@ survives restarts. Messages to oneself are dropped.
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
@@ -106,46 +108,47 @@ class SignalService:
         return self._store.write(tx)
 
     def answer_for(self, prov: Provenance, ask_id: int) -> dict[str, Any] | None:
-        """The answer to a question this session asked, if it has come (marking it read)."""
+        """The answer to a question this session asked, if it has come. It stays unread until acknowledged
+        (see `inbox`), so a reply lost on its way to the agent is not lost."""
         me = _me(prov)
-
-        def tx(w: Writer) -> dict[str, Any] | None:
-            row = w.one(
+        row = self._store.read(
+            lambda r: r.one(
                 "SELECT s.id, s.sender, s.body, s.created_at FROM signals s JOIN signal_deliveries d "
                 "ON d.signal_id = s.id AND d.recipient = :me WHERE s.reply_to = :ask ORDER BY s.id LIMIT 1",
                 {"me": me, "ask": ask_id},
             )
-            if row is None:
-                return None
-            w.execute(
-                "UPDATE signal_deliveries SET read_at = :now "
-                "WHERE recipient = :me AND signal_id = :id AND read_at IS NULL",
-                {"now": now_ms(), "me": me, "id": row["id"]},
-            )
-            return dict(row)
-
-        return self._store.write(tx)
+        )
+        return dict(row) if row else None
 
     def inbox(
-        self, prov: Provenance, mark_read: bool = True, limit: int = 50, include_read: bool = False
+        self,
+        prov: Provenance,
+        ack: Sequence[int] = (),
+        ack_upto: int | None = None,
+        limit: int = 50,
+        include_read: bool = False,
     ) -> dict[str, Any]:
-        """Unread signals for this session, oldest first (then recent read ones when asked)."""
+        """Unread signals for this session, oldest first (then recent read ones when asked). Delivery is by
+        acknowledgement: what a call returns stays unread until a later call acknowledges it (`ack`: those
+        ids; `ack_upto`: everything up to that id), so a crash between the reply and the agent loses none."""
         me = _me(prov)
+        acking = bool(ack) or ack_upto is not None
 
         def tx(w: Writer) -> dict[str, Any]:
-            unread = _list(w, me, "d.read_at IS NULL", limit)
-            if mark_read and unread:
+            if acking:
+                ids = json.dumps(sorted(set(ack)))
                 w.execute(
-                    "UPDATE signal_deliveries SET read_at = :now WHERE recipient = :me AND read_at IS NULL "
-                    "AND signal_id <= :last",
-                    {"now": now_ms(), "me": me, "last": unread[-1]["id"]},
+                    "UPDATE signal_deliveries SET read_at = :now WHERE recipient = :me AND read_at IS NULL AND "
+                    "(signal_id <= :upto OR signal_id IN (SELECT value FROM json_each(:ids)))",
+                    {"now": now_ms(), "me": me, "upto": ack_upto if ack_upto is not None else -1, "ids": ids},
                 )
+            unread = _list(w, me, "d.read_at IS NULL", limit)
             older = _list(w, me, "d.read_at IS NOT NULL", limit) if include_read else []
             left = int(w.scalar("SELECT count(*) FROM signal_deliveries WHERE recipient = :me AND read_at IS NULL",
                                 {"me": me}))  # fmt: skip
-            return {"unread": unread, "read": older, "unread_left": left}
+            return {"unread": unread, "read": older, "unread_left": left - len(unread)}
 
-        return self._store.write(tx) if mark_read else self._store.read(tx)  # type: ignore[arg-type]
+        return self._store.write(tx) if acking else self._store.read(tx)  # type: ignore[arg-type]
 
     def unread_count(self, prov: Provenance) -> int:
         me = _me(prov)

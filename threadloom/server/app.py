@@ -7,19 +7,20 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import replace
+from dataclasses import astuple, replace
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import CallToolResult, ListToolsResult
+from mcp_types import CallToolResult, ListToolsResult, TextContent
 from pydantic import ValidationError
 
-from threadloom import __version__
+from threadloom import __version__, requests
 from threadloom.errors import ThreadloomError
 from threadloom.guide import INSTRUCTIONS
+from threadloom.requests import Request
 from threadloom.runtime import Runtime
 from threadloom.server import errors
 from threadloom.server.connection import ConnectionState, connection_of
@@ -67,6 +68,12 @@ class ThreadloomServer(MCPServer[Any]):
         problem = self._unknown_arguments(name, arguments) or argument_problem(arguments)
         if problem:
             return errors.error_result(problem, retryable=False)
+        request = self._request(name, arguments, context)
+        if request is not None:
+            replayed = await self.runtime.call(requests.earlier, self.runtime.store, *astuple(request)[:3])
+            if replayed is not None:
+                return _structured(replayed)
+        token = requests.CURRENT.set(request)
         try:
             result = await super().call_tool(name, arguments, context)
         except MCPError:
@@ -81,9 +88,24 @@ class ThreadloomServer(MCPServer[Any]):
                 ran, result = False, errors.from_exception(cause)
             else:
                 ran, result = False, errors.error_result(str(exc), retryable=False)
+        finally:
+            requests.CURRENT.reset(token)
+        if request is not None and isinstance(result, CallToolResult) and not result.is_error:
+            await self.runtime.call(requests.remember, self.runtime.store, request, result.structured_content or {})
         if ran and context is not None:
             await self._journal(context, name, result, time.perf_counter() - started)
         return result
+
+    def _request(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None) -> Request | None:
+        """The idempotency key of a write tool's call, taken out of its arguments (the tool never sees it)."""
+        tool = self.tool_defs.get(name)
+        key = arguments.pop("idempotency_key", None) if tool is not None and tool.keyed else None
+        if key is None or context is None:
+            return None
+        if not isinstance(key, str) or not 1 <= len(key) <= requests.MAX_KEY_CHARS:
+            raise ToolError(f"an idempotency key is a string of 1-{requests.MAX_KEY_CHARS} characters")
+        owner = connection_of(context.request_context).identity().user
+        return Request(owner, name, key)
 
     def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
         """Reject misspelt arguments instead of silently dropping them."""
@@ -178,6 +200,10 @@ class ConnectionMiddleware:
             return _dump(
                 errors.error_result("malformed tools/call request: " + errors.describe_validation(exc), retryable=False)
             )
+
+
+def _structured(body: dict[str, Any]) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=json.dumps(body))], structured_content=body)
 
 
 def _dump(result: CallToolResult) -> dict[str, Any]:

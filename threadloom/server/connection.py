@@ -53,6 +53,7 @@ class ConnectionState:
     _lock: anyio.Lock = field(default_factory=anyio.Lock)
     _last_touch: float = 0.0
     _recorded: bool = False  # the session's row is written (a full disk may have put that off)
+    delivered: set[int] = field(default_factory=set)  # signals shown on this connection, not yet acknowledged
 
     async def ensure_session(self, ctx: ServerRequestContext[Any, Any]) -> SessionInfo:
         """Register the session on first use; afterwards keep its last-seen time fresh."""

@@ -9,8 +9,8 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from threadloom.errors import InvalidInput
-from threadloom.server.connection import caller
-from threadloom.server.toolsets import ToolDef
+from threadloom.server.connection import caller, connection_of
+from threadloom.server.toolsets import RequestKey, ToolDef
 
 
 async def peers(
@@ -39,6 +39,7 @@ async def signal_send(
     everywhere: Annotated[bool, Field(description="broadcast: to every live session, not just this project.")] = False,
     wait_s: Annotated[float, Field(ge=0, le=600, description="ask: wait this long for the answer.")] = 0,
     task: Annotated[str | None, Field(description="Tag the signal with a task id.")] = None,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Send a signal to other agent sessions. Each recipient gets it exactly once, in send order;
     a message to yourself is dropped. An ask with wait_s waits for the answer.
@@ -63,6 +64,8 @@ async def signal_send(
             return await runtime.call(runtime.signals.answer_for, prov, ask_id)
 
         answer = await runtime.waiters.until(answered, wait_s)
+        if answer is not None:  # acknowledged by this connection's next inbox read
+            connection_of(ctx.request_context).delivered.add(int(answer["id"]))
         result |= {"answer": answer, "timed_out": answer is None}
     return result
 
@@ -70,24 +73,35 @@ async def signal_send(
 async def signal_inbox(
     ctx: Context,
     wait_s: Annotated[float, Field(ge=0, le=600, description="Block until a signal arrives, up to this long.")] = 0,
-    mark_read: Annotated[bool, Field(description="Mark what is returned as read.")] = True,
+    ack: Annotated[
+        int | None, Field(ge=1, le=2**63 - 1, description="Also acknowledge every signal up to this id.")
+    ] = None,
     include_read: Annotated[bool, Field(description="Also list recent signals already read.")] = False,
     limit: Annotated[int, Field(ge=1, le=200, description="At most this many of each.")] = 50,
 ) -> dict[str, Any]:
     """Signals for this session: unread first, oldest first. With wait_s, waits (cheaply) for one.
 
+    A signal stays unread until acknowledged: your next signal_inbox call acknowledges what this one
+    returned (or pass ack=<id>), so one is never lost between the server and you; one shown again
+    after a reconnect was not acknowledged.
+
     Returns {unread: [{id, sender, kind, scope, body, reply_to, task, created_at, read_at}], read: [...],
     unread_left, timed_out}.
     """
     runtime, prov = await caller(ctx)
+    conn = connection_of(ctx.request_context)
+    acked, conn.delivered = sorted(conn.delivered), set()
 
     async def arrived() -> dict[str, Any] | None:
-        box: dict[str, Any] = await runtime.call(runtime.signals.inbox, prov, mark_read, limit, include_read)
+        nonlocal acked
+        box: dict[str, Any] = await runtime.call(runtime.signals.inbox, prov, acked, ack, limit, include_read)
+        acked = []  # acknowledged once: a wait that polls again must not repeat the write
         return box if box["unread"] or wait_s == 0 else None
 
     found = await runtime.waiters.until(arrived, wait_s)
     if found is None:
         return {"unread": [], "read": [], "unread_left": 0, "timed_out": True}
+    conn.delivered = {int(s["id"]) for s in found["unread"]}
     return found | {"timed_out": False}
 
 
@@ -95,6 +109,7 @@ async def signal_respond(
     ctx: Context,
     ask_id: Annotated[int, Field(ge=1, description="The id of the question (kind ask) in your inbox.")],
     text: Annotated[str, Field(description="The answer.")],
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Answer a question another session asked you. Returns {id, delivered_to: [asker]}."""
     runtime, prov = await caller(ctx)
@@ -132,6 +147,7 @@ async def spawn(
         float, Field(ge=1, le=86_400, description="Wall clock; then SIGTERM, SIGKILL, exit 124.")
     ] = 600,
     retries: Annotated[int, Field(ge=0, le=1, description="1: continue once after a timeout.")] = 0,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Start a child agent on a task. It inherits this session's lineage (it shares memory and can
     signal you); admission is refused (retryable) when too many children run or they hold too much memory.
@@ -168,6 +184,7 @@ async def tournament(
     model: Annotated[str | None, Field(description="Model name passed to the agent CLI.")] = None,
     timeout_s: Annotated[float, Field(ge=1, le=3600, description="Each child's wall clock.")] = 600,
     wait_s: Annotated[float, Field(ge=0, le=3600, description="Wait this long for all to finish.")] = 600,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """The same prompt to one child per role, in parallel; each answers by signal; returns a digest.
 
@@ -185,11 +202,21 @@ async def tournament(
 
 COORDINATION_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(peers, "coordination", "Who is here", read_only=True, destructive=False, idempotent=True),
-    ToolDef(signal_send, "coordination", "Send a signal", read_only=False, destructive=False, idempotent=False),
+    ToolDef(
+        signal_send, "coordination", "Send a signal", read_only=False, destructive=False, idempotent=False, keyed=True
+    ),
     ToolDef(signal_inbox, "coordination", "Inbox", read_only=False, destructive=False, idempotent=False),
-    ToolDef(signal_respond, "coordination", "Answer a question", read_only=False, destructive=False, idempotent=False),
+    ToolDef(
+        signal_respond,
+        "coordination",
+        "Answer a question",
+        read_only=False,
+        destructive=False,
+        idempotent=False,
+        keyed=True,
+    ),
     ToolDef(catch_up, "coordination", "Catch up", read_only=False, destructive=False, idempotent=False),
-    ToolDef(spawn, "agents", "Spawn an agent", read_only=False, destructive=False, idempotent=False),
+    ToolDef(spawn, "agents", "Spawn an agent", read_only=False, destructive=False, idempotent=False, keyed=True),
     ToolDef(tasks, "agents", "Spawned tasks", read_only=True, destructive=False, idempotent=True),
-    ToolDef(tournament, "agents", "Tournament", read_only=False, destructive=False, idempotent=False),
+    ToolDef(tournament, "agents", "Tournament", read_only=False, destructive=False, idempotent=False, keyed=True),
 )

@@ -15,7 +15,7 @@ from threadloom.errors import InvalidInput
 from threadloom.memory.model import EDGE_TYPES, Link, NewMemory
 from threadloom.memory.recall import RecallFilters
 from threadloom.server.connection import caller
-from threadloom.server.toolsets import ToolDef
+from threadloom.server.toolsets import RequestKey, ToolDef
 
 MemoryId = Annotated[str, Field(description="A memory id, e.g. m_0123456789abcdef.")]
 # A time: epoch milliseconds, or an ISO 8601 date or date-time (local time unless it has an offset).
@@ -155,6 +155,7 @@ async def memory_amend(
     content: Annotated[str | None, Field(description="The corrected memory; stored as a new one.")] = None,
     by: Annotated[str | None, Field(description="Or: the id of an already stored memory that replaces it.")] = None,
     reason: Annotated[str | None, Field(description="Why it changed (kept for audit).")] = None,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Correct a memory: the new version supersedes the old, which is kept for audit, ranked down
     in recall and closed (valid_to) where the new one begins. Give content or by, not both. Only a
@@ -174,6 +175,7 @@ async def memory_core(
     priority: Annotated[int, Field(ge=0, le=100, description="Higher is shown first in briefs.")] = 50,
     remove: Annotated[bool, Field(description="Take key out of core memory (the memory itself stays).")] = False,
     memory_id: Annotated[str | None, Field(description="Make this stored memory core under key.")] = None,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Core memory: the few facts every session must know (shown in every brief, highest priority
     first). Use sparingly: 'tests run with make test', not 'today we tried X'.
@@ -236,6 +238,7 @@ async def memory_link(
     target: MemoryId,
     type: Annotated[EdgeType, Field(description="source --type--> target.")],
     reason: Annotated[str | None, Field(description="Why they are linked.")] = None,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Add a typed edge between two stored memories. Cycles of caused_by, supersedes, depends_on,
     derived_from or refines are refused.
@@ -342,10 +345,14 @@ async def memory_maintain(
 MEMORY_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(memory_store, "memory", "Remember", read_only=False, destructive=False, idempotent=False),
     ToolDef(memory_recall, "memory", "Recall memories", read_only=False, destructive=False, idempotent=False),
-    ToolDef(memory_amend, "memory", "Correct a memory", read_only=False, destructive=False, idempotent=False),
-    ToolDef(memory_core, "memory", "Core memory", read_only=False, destructive=False, idempotent=True),
+    ToolDef(
+        memory_amend, "memory", "Correct a memory", read_only=False, destructive=False, idempotent=False, keyed=True
+    ),
+    ToolDef(memory_core, "memory", "Core memory", read_only=False, destructive=False, idempotent=True, keyed=True),
     ToolDef(memory_search, "memory_graph", "Search memories", read_only=True, destructive=False, idempotent=True),
-    ToolDef(memory_link, "memory_graph", "Link memories", read_only=False, destructive=False, idempotent=False),
+    ToolDef(
+        memory_link, "memory_graph", "Link memories", read_only=False, destructive=False, idempotent=False, keyed=True
+    ),
     ToolDef(memory_traverse, "memory_graph", "Walk the graph", read_only=True, destructive=False, idempotent=True),
     ToolDef(memory_explain, "memory_graph", "Explain a score", read_only=True, destructive=False, idempotent=True),
     ToolDef(memory_stats, "memory_graph", "Memory stats", read_only=True, destructive=False, idempotent=True),

@@ -11,7 +11,7 @@ from pydantic import Field
 
 from threadloom.errors import InvalidInput
 from threadloom.server.connection import caller
-from threadloom.server.toolsets import ToolDef
+from threadloom.server.toolsets import RequestKey, ToolDef
 from threadloom.threads.agent_files import write_instruction_files
 from threadloom.threads.model import Thread
 from threadloom.threads.service import repo_of
@@ -57,6 +57,7 @@ async def thread_create(
     ctx: Context,
     title: Annotated[str, Field(description="The topic or question of the thread.")],
     parent: Annotated[str | None, Field(description="Parent thread id; default: the active thread.")] = None,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Start a child thread for a new topic and make it this session's active thread. On a feature
     branch the thread is linked to it: sessions on that branch start there.
@@ -78,6 +79,7 @@ async def thread_summary(
         list[str] | None, Field(description="Files or folders (repository-relative) this summary describes.")
     ] = None,
     thread_id: ThreadId = None,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Record what was decided and where things stand, in the thread file committed with the code.
     Keep it short: decisions with their reasons, constraints, state, open questions, next steps.
@@ -98,6 +100,7 @@ async def thread_note(
     quote: Annotated[bool, Field(description="text is a verbatim quote of the user.")] = False,
     project_wide: Annotated[bool, Field(description="Attach the quote to the project, not a thread.")] = False,
     thread_id: ThreadId = None,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Add a note to a thread (kept in threadloom's store, not in git), or a verbatim user quote. A note
     on an idle or finished thread reopens it.
@@ -132,6 +135,7 @@ async def thread_project(
     system_context: Annotated[str | None, Field(description="create: standing instructions for the project.")] = None,
     mode: Annotated[Literal["solo", "team"], Field(description="create: solo, or team (ownership rules).")] = "solo",
     project_id: Annotated[str | None, Field(description="switch: the project to work in.")] = None,
+    idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """List this repository's projects, create one (with a root thread `main`), or switch to one. A
     repository with a single project needs no switch.
@@ -251,11 +255,13 @@ async def thread_stats(ctx: Context) -> dict[str, Any]:
 
 THREAD_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(thread_context, "threads", "Project context", read_only=False, destructive=False, idempotent=True),
-    ToolDef(thread_create, "threads", "New thread", read_only=False, destructive=False, idempotent=False),
-    ToolDef(thread_summary, "threads", "Update a summary", read_only=False, destructive=False, idempotent=False),
-    ToolDef(thread_note, "threads", "Note or quote", read_only=False, destructive=False, idempotent=False),
+    ToolDef(thread_create, "threads", "New thread", read_only=False, destructive=False, idempotent=False, keyed=True),
+    ToolDef(
+        thread_summary, "threads", "Update a summary", read_only=False, destructive=False, idempotent=False, keyed=True
+    ),
+    ToolDef(thread_note, "threads", "Note or quote", read_only=False, destructive=False, idempotent=False, keyed=True),
     ToolDef(thread_status, "threads", "Thread status", read_only=False, destructive=False, idempotent=True),
-    ToolDef(thread_project, "threads", "Projects", read_only=False, destructive=False, idempotent=False),
+    ToolDef(thread_project, "threads", "Projects", read_only=False, destructive=False, idempotent=False, keyed=True),
     ToolDef(thread_merge, "threads_admin", "Merge a thread", read_only=False, destructive=True, idempotent=False),
     ToolDef(thread_rebase, "threads_admin", "Move a thread", read_only=False, destructive=False, idempotent=True),
     ToolDef(thread_delete, "threads_admin", "Delete a thread", read_only=False, destructive=True, idempotent=True),

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Annotated, Any, Final
 
 from mcp_types import ToolAnnotations
+from pydantic import Field
 
 from threadloom.errors import ConfigError
 
@@ -23,6 +24,7 @@ class ToolDef:
     read_only: bool
     destructive: bool
     idempotent: bool
+    keyed: bool = False  # takes `idempotency_key: RequestKey`, handled by the server (threadloom/requests.py)
 
     @property
     def name(self) -> str:
@@ -37,6 +39,12 @@ class ToolDef:
             open_world_hint=False,
         )
 
+
+# The argument of every keyed write tool; the server takes it out before the tool runs.
+RequestKey = Annotated[
+    str | None,
+    Field(description="Your key for this call: a retry with the same key returns the first result, acting once."),
+]
 
 # Groups that `default` stands for. Later groups (memory, threads, ...) join here or stay opt-in.
 DEFAULT_GROUPS: Final = frozenset({"core", "memory", "threads"})

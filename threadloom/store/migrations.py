@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from threadloom.store.migrations_owners import M014_OWNERS_SQL
+from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
 
 
 @dataclass(frozen=True)
@@ -369,6 +369,7 @@ M013_SEARCH_GENERATION = Migration(
 )
 
 M014_OWNERS = Migration("m014_owners", M014_OWNERS_SQL)
+M015_TOOL_REQUESTS = Migration("m015_tool_requests", M015_TOOL_REQUESTS_SQL)
 
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
@@ -385,6 +386,7 @@ MIGRATIONS: Sequence[Migration] = (
     M012_TASK_USAGE,
     M013_SEARCH_GENERATION,
     M014_OWNERS,
+    M015_TOOL_REQUESTS,
 )
 
 BOOTSTRAP_SQL = """

@@ -53,3 +53,18 @@ M014_OWNERS_SQL = """
     -- Spawned tasks are their spawner's user's.
     ALTER TABLE tasks ADD COLUMN owner TEXT;
 """
+
+M015_TOOL_REQUESTS_SQL = """
+    -- Idempotency keys of write tools (threadloom/requests.py): claimed in the call's first write
+    -- transaction, the result kept for retries. Per owner: another user's key is another key.
+    CREATE TABLE tool_requests (
+        owner TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        key TEXT NOT NULL,
+        nonce TEXT NOT NULL,
+        result TEXT,
+        created_at INTEGER NOT NULL,
+        PRIMARY KEY (owner, tool, key)
+    );
+    CREATE INDEX tool_requests_created ON tool_requests (created_at);
+"""

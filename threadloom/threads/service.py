@@ -5,12 +5,13 @@ each session's position and a search index of the summaries.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from pathlib import Path
 from typing import Any, Final
 
 from threadloom.clock import now_ms
-from threadloom.errors import InvalidInput, NotFound
+from threadloom.errors import InvalidInput, NotFound, StoreFull
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
@@ -45,7 +46,9 @@ class ThreadService:
         files = Repository(repo)
         project = create_project_file(files, title, system_context, mode, lambda p: ThreadFiles(files, p).check())
         now = now_ms()
-        root = Thread(ROOT_THREAD, project.title, None, "active", git.author(repo, self._author), now, now)
+        root = Thread(
+            ROOT_THREAD, project.title, None, "active", git.author(repo, prov.author or self._author), now, now
+        )
         self._save(repo, project.id, root, prov)
         self._set_cursor(prov, project.id, ROOT_THREAD)
         return project
@@ -112,7 +115,7 @@ class ThreadService:
                 title.strip(),
                 parent_id,
                 "active",
-                git.author(repo, self._author),
+                git.author(repo, prov.author or self._author),
                 now,
                 now,
                 branch=current if current and current not in TRUNK_BRANCHES else None,
@@ -157,7 +160,8 @@ class ThreadService:
         """Journal a context load (its size feeds `stats`)."""
         project = self.project(prov)
         detail = {"project": project.id, "thread": context.threads[0], "tokens": context.tokens}
-        self._store.write(lambda w: record_event(w, prov, "thread.context", detail))
+        with contextlib.suppress(StoreFull):  # bookkeeping: a full disk must not fail the read it follows
+            self._store.write(lambda w: record_event(w, prov, "thread.context", detail))
 
     def stats(self, prov: Provenance) -> dict[str, Any]:
         """Summary sizes, and the context sessions loaded (conversation sizes come with transcripts)."""
@@ -254,7 +258,7 @@ class ThreadService:
             child = Tree(threads).get(thread_id or self._active(prov, project, threads))
             if child.parent is None or child.parent not in threads:
                 raise InvalidInput(f"{child.id} has no parent to merge into")
-            self._own(project, repo, [child, threads[child.parent]], "merge (the thread and its parent)")
+            self._own(prov, project, repo, [child, threads[child.parent]], "merge (the thread and its parent)")
             now = now_ms()
             parent = threads[child.parent].touched(now, summary=Summary.parse(parent_summary), status="active")
             self._write(files, child.touched(now, status="done", outcome=f"merged into {parent.id}"), prov)
@@ -280,7 +284,7 @@ class ThreadService:
             if target.parent is None:
                 raise InvalidInput("the root thread cannot be deleted; delete the project's files instead")
             below = tree.descendants(target.id)
-            self._own(project, repo, [target, *below], "delete (the thread and every descendant)")
+            self._own(prov, project, repo, [target, *below], "delete (the thread and every descendant)")
             gone = [target.id, *[t.id for t in below]]
             for tid in gone:
                 files.delete(tid)
@@ -291,12 +295,12 @@ class ThreadService:
 
     # shared
 
-    def _own(self, project: Project, repo: Path, threads: list[Thread], action: str) -> None:
+    def _own(self, prov: Provenance, project: Project, repo: Path, threads: list[Thread], action: str) -> None:
         """Team mode: only a thread's author may change it. Ownership prevents accidents; it is not
         access control (anyone can edit the files)."""
         if project.mode != "team":
             return
-        me = git.author(repo, self._author)
+        me = git.author(repo, prov.author or self._author)
         theirs = [t for t in threads if t.author != me]
         if theirs:
             raise InvalidInput(
@@ -309,7 +313,7 @@ class ThreadService:
         with files.locked():
             threads, _ = files.load()
             current = Tree(threads).get(check_thread_id(thread_id or self._active(prov, project, threads)))
-            self._own(project, repo, [current], "change a thread")
+            self._own(prov, project, repo, [current], "change a thread")
             updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
             self._write(files, updated, prov)
         return updated

@@ -1,0 +1,85 @@
+"""Idempotency keys for write tools: a retried call with the same key returns the first call's result
+instead of writing twice.
+
+A call's key is claimed inside the first write transaction the call makes (by `record_event`, which
+every write path calls), so the claim and the write commit together: a crash between the write and
+the reply leaves the claim, and the retry learns the write happened. A second call racing with the
+same key fails its own transaction, writing nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from threadloom.clock import now_ms
+from threadloom.errors import ThreadloomError
+from threadloom.store.base import Reader, Store, Writer
+
+MAX_KEY_CHARS: Final = 200
+
+
+class RequestInFlight(ThreadloomError):
+    """Another call with the same idempotency key is running or has just written: retry to get its result."""
+
+    retryable = True
+
+
+@dataclass(frozen=True)
+class Request:
+    owner: str
+    tool: str
+    key: str
+    nonce: str = field(default_factory=lambda: secrets.token_hex(8))
+
+
+CURRENT: ContextVar[Request | None] = ContextVar("threadloom_request", default=None)
+
+
+def claim(w: Writer) -> None:
+    """Claim the current call's key in this transaction (once per call; a no-op without a key)."""
+    request = CURRENT.get()
+    if request is None:
+        return
+    params = {"o": request.owner, "t": request.tool, "k": request.key, "n": request.nonce, "now": now_ms()}
+    w.execute(
+        "INSERT INTO tool_requests (owner, tool, key, nonce, created_at) VALUES (:o, :t, :k, :n, :now) "
+        "ON CONFLICT (owner, tool, key) DO NOTHING",
+        params,
+    )
+    holder = w.scalar("SELECT nonce FROM tool_requests WHERE owner = :o AND tool = :t AND key = :k", params)
+    if holder != request.nonce:
+        raise RequestInFlight(
+            f"a {request.tool} call with idempotency key {request.key!r} is running or has written; retry it to "
+            "get that call's result"
+        )
+
+
+def earlier(store: Store, owner: str, tool: str, key: str) -> dict[str, Any] | None:
+    """What the first call with this key returned, if one wrote something."""
+
+    def read(r: Reader) -> dict[str, Any] | None:
+        row = r.one(
+            "SELECT result FROM tool_requests WHERE owner = :o AND tool = :t AND key = :k",
+            {"o": owner, "t": tool, "k": key},
+        )
+        if row is None:
+            return None
+        if row["result"] is None:
+            return {"replayed": True, "note": "the first call with this key wrote, but its result was not kept"}
+        return dict(json.loads(row["result"])) | {"replayed": True}
+
+    return store.read(read)
+
+
+def remember(store: Store, request: Request, result: dict[str, Any]) -> None:
+    """Keep the first call's result for its retries (only if that call claimed the key)."""
+    store.write(
+        lambda w: w.execute(
+            "UPDATE tool_requests SET result = :r WHERE owner = :o AND tool = :t AND key = :k AND nonce = :n",
+            {"r": json.dumps(result), "o": request.owner, "t": request.tool, "k": request.key, "n": request.nonce},
+        )
+    )
