@@ -120,5 +120,6 @@ def run() -> None:
     try:
         app()
     except ThreadloomError as exc:
-        err.print(f"[red]threadloom:[/red] {exc.message}")
+        err.print("[red]threadloom:[/red] ", end="")
+        err.print(exc.message, markup=False, highlight=False)  # a message is text: `[embed]` is not markup
         sys.exit(2)

@@ -34,7 +34,8 @@ def check(
     try:
         seen = anyio.run(_probe, in_process)
     except Exception as exc:  # noqa: BLE001 - whatever broke, the user needs to see it
-        out.print(f"[red]threadloom check failed:[/red] {exc}")
+        out.print("[red]threadloom check failed:[/red] ", end="")
+        out.print(str(exc), markup=False, highlight=False)
         raise typer.Exit(1) from None
     st = seen["status"]
     out.print("[green]threadloom works.[/green]")

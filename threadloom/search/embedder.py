@@ -8,7 +8,7 @@ vectors of the same fingerprint.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Final, Protocol
 
 if TYPE_CHECKING:
     from typing import TypeAlias
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Matrix: TypeAlias = npt.NDArray[np.float32]
+
+MISSING_EXTRA: Final = "the local embedder needs the `embed` extra: pip install 'threadloom[embed]'"
 
 
 class Embedder(Protocol):

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.config import LOCAL_EMBEDDER_THREADS
 from threadloom.errors import ConfigError
-from threadloom.search.embedder import Embedder, fingerprint
+from threadloom.search.embedder import MISSING_EXTRA, Embedder, fingerprint
 
 if TYPE_CHECKING:
     from threadloom.config import Settings
@@ -111,7 +111,10 @@ def configured_embedder(settings: Settings) -> Embedder | None:
 
 
 def local_embedder(threads: int = LOCAL_EMBEDDER_THREADS) -> Embedder:
-    from threadloom.search.local_model import LocalE5
+    try:
+        from threadloom.search.local_model import LocalE5
+    except ImportError as exc:  # numpy and the rest come with the extra
+        raise ConfigError(f"{MISSING_EXTRA} ({exc.name or exc} is missing)") from None
 
     return LocalE5(threads)
 

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from threadloom.errors import ConfigError
-from threadloom.search.e5_file import MISSING_EXTRA, E5File, bundled_model
+from threadloom.search.e5_file import E5File, bundled_model
 from threadloom.search.e5_graph import build_encoder
 from threadloom.search.e5_tokenizer import E5Tokenizer
-from threadloom.search.embedder import fingerprint
+from threadloom.search.embedder import MISSING_EXTRA, fingerprint
 
 if TYPE_CHECKING:
     from threadloom.search.embedder import Matrix
