@@ -24,6 +24,7 @@ ENV_PREFIX = "THREADLOOM_"
 MAX_SOCKET_PATH = 104
 # Two threads that spin between operators embedded a question in 6 ms against 9 ms for one (2 cores, bench/locomo).
 LOCAL_EMBEDDER_THREADS = 2
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 
 
 def _login_name() -> str:
@@ -105,6 +106,14 @@ class Settings(BaseSettings):
 
     def allowed_origins(self) -> list[str]:
         return [o.strip() for o in self.http_allowed_origins.split(",") if o.strip()]
+
+    @field_validator("log_level")
+    @classmethod
+    def _known_level(cls, value: str) -> str:
+        level = value.strip().upper()
+        if level not in LOG_LEVELS:
+            raise ValueError(f"{value!r} is not a log level; use one of {', '.join(LOG_LEVELS)}")
+        return level
 
     @field_validator("http_roots")
     @classmethod

@@ -28,9 +28,9 @@ from threadloom.daemon import protocol
 from threadloom.errors import ThreadloomError
 from threadloom.home import try_lock
 from threadloom.runtime import Runtime, open_runtime
-from threadloom.server.app import ThreadloomServer, build_server, toolset_for
+from threadloom.server.app import ThreadloomServer, build_server
 from threadloom.server.connection import ConnectionState, forwarded_env
-from threadloom.server.transport import serve_stream
+from threadloom.server.transport import open_connection, serve_stream
 from threadloom.store.sqlite import ensure_private_dir
 
 log = logging.getLogger(__name__)
@@ -169,23 +169,18 @@ class Daemon:
         raw_env = header.get("env")
         env = forwarded_env({str(k): str(v) for k, v in raw_env.items()}) if isinstance(raw_env, dict) else {}
         pid = header.get("pid")
+        session = header.get("session")
         try:
-            toolset = toolset_for(self.server, env)
+            return open_connection(
+                self.server,
+                transport="bridge",
+                env=env,
+                cwd=str(header.get("cwd") or "/"),
+                pid=pid if isinstance(pid, int) else None,
+                session_hint=session if isinstance(session, str) else None,
+            )
         except ThreadloomError as exc:
             return exc.message
-        state = ConnectionState(
-            runtime=self.runtime,
-            transport="bridge",
-            env=env,
-            cwd=str(header.get("cwd") or "/"),
-            pid=pid if isinstance(pid, int) else None,
-            toolset=toolset,
-        )
-        try:
-            state.identity()
-        except ThreadloomError as exc:
-            return exc.message
-        return state
 
     async def _control(self, op: str) -> dict[str, Any]:
         if op == "stop":

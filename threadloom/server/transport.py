@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 import anyio
 import mcp_types as types
@@ -13,12 +14,39 @@ from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
 
-from threadloom.server.app import ThreadloomServer
+from threadloom.errors import InvalidInput
+from threadloom.identity import parent_session_from, project_root, session_id_from
+from threadloom.server.app import ThreadloomServer, toolset_for
 from threadloom.server.connection import ConnectionState
 
 log = logging.getLogger(__name__)
 
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+def open_connection(
+    server: ThreadloomServer,
+    *,
+    transport: str,
+    env: Mapping[str, str],
+    cwd: str,
+    pid: int | None,
+    session_hint: str | None = None,
+) -> ConnectionState:
+    """One connection's state with every per-session setting checked now, so that a bad one refuses the
+    session at its start with one line (ThreadloomError), not each call later."""
+    toolset = toolset_for(server, env)
+    state = ConnectionState(runtime=server.runtime, transport=transport, env=env, cwd=cwd, pid=pid, toolset=toolset)
+    state.identity()
+    try:
+        state.session_id_hint = session_id_from(env.get("THREADLOOM_SESSION_ID") or session_hint)
+    except InvalidInput as exc:
+        source = "THREADLOOM_SESSION_ID" if env.get("THREADLOOM_SESSION_ID") else "the bridge's session id"
+        raise InvalidInput(f"{source}: {exc.message}") from None
+    parent_session_from(env.get("THREADLOOM_PARENT_SESSION"))
+    if env.get("THREADLOOM_ROOT"):
+        project_root(env, [], cwd)
+    return state
 
 
 async def _serve(server: ThreadloomServer, read_stream: object, write_stream: object, state: ConnectionState) -> None:
