@@ -2,19 +2,28 @@
 
     sleep N        sleep N seconds
     stubborn       ignore SIGTERM from now on (the watchdog must SIGKILL)
-    signal TEXT    whisper TEXT to the parent session through a real threadloom server
+    signal TEXT    whisper TEXT to the parent session through a real threadloom server (with the tools
+                   THREADLOOM_TOOLSET gives it, as an agent's own threadloom server would)
     fail           exit 3
     usage N USD    print a usage report as Claude Code's JSON result does
-Anything else is ignored. It prints its lineage and the prompt's size first.
+    leave N        leave a grandchild sleeping N seconds in its process group
+    detach N       leave a grandchild sleeping N seconds in a session of its own
+    hog MB         leave a grandchild holding MB of resident memory (prints `hogging` once it does)
+    as ROLE: LINE  act on LINE only when the prompt makes it that role ("You are the ROLE.")
+Anything else is ignored. It prints its pid, lineage, toolset and the prompt's size first.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import signal
+import subprocess
 import sys
 import time
+
+HOG = "import sys, time; b = b'x' * (int(sys.argv[1]) << 20); print('hogging', flush=True); time.sleep(600)"
 
 
 def whisper(text: str) -> None:
@@ -23,19 +32,37 @@ def whisper(text: str) -> None:
 
     async def send() -> None:
         params = StdioServerParameters(command=sys.executable, args=["-m", "threadloom", "serve", "--in-process"],
-                                       env=dict(os.environ) | {"THREADLOOM_TOOLSET": "full"})  # fmt: skip
+                                       env=dict(os.environ))  # fmt: skip
         async with Client(params, mode="legacy") as client:
             parent = os.environ["THREADLOOM_PARENT_SESSION"]
-            await client.call_tool("signal_send", {"to": parent, "text": text, "task": os.environ["THREADLOOM_TASK"]})
+            args = {"to": parent, "text": text, "task": os.environ["THREADLOOM_TASK"]}
+            try:
+                result = await client.call_tool("signal_send", args)
+            except Exception as exc:  # an agent carries on, as a real one would
+                print(f"signal_send failed: {exc}", flush=True)
+                return
+            if result.is_error:
+                print(f"signal_send failed: {result.content}", flush=True)
 
     anyio.run(send)
 
 
+def leave(argv: list[str], own_session: bool = False) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(argv, start_new_session=own_session, stdin=subprocess.DEVNULL)
+
+
 def main() -> int:
     prompt = sys.stdin.read()
-    print(f"parent={os.environ.get('THREADLOOM_PARENT_SESSION')} task={os.environ.get('THREADLOOM_TASK')} "
+    print(f"pid={os.getpid()} parent={os.environ.get('THREADLOOM_PARENT_SESSION')} "
+          f"task={os.environ.get('THREADLOOM_TASK')} toolset={os.environ.get('THREADLOOM_TOOLSET')} "
           f"chars={len(prompt)} continued={prompt.startswith('You were stopped')}", flush=True)  # fmt: skip
+    role = m.group(1) if (m := re.search(r"You are the (\S+)\.", prompt)) else None
     for line in prompt.splitlines():
+        line = line.strip()
+        if line.startswith("as ") and ":" in line:
+            who, _, line = line[3:].partition(":")
+            if who.strip() != role:
+                continue
         word, _, rest = line.strip().partition(" ")
         if word == "sleep":
             time.sleep(float(rest))
@@ -43,6 +70,10 @@ def main() -> int:
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         elif word == "signal":
             whisper(rest)
+        elif word in ("leave", "detach"):
+            print(f"{word}={leave(['sleep', rest], own_session=word == 'detach').pid}", flush=True)
+        elif word == "hog":
+            print(f"hog={leave([sys.executable, '-c', HOG, rest]).pid}", flush=True)
         elif word == "fail":
             return 3
         elif word == "usage":  # usage TOKENS DOLLARS, as Claude Code's JSON result reports it

@@ -127,18 +127,22 @@ class Runtime:
 
     async def keep_sessions_live(self) -> None:
         """Liveness from the heartbeat, not a clean close: end the sessions of any process that stopped
-        heartbeating (killed -9, OOM-killed), and release their thread claims. Idempotent, so every
-        serving process may run it."""
+        heartbeating (killed -9, OOM-killed), release their thread claims, and record the spawned tasks
+        whose spawning process died as their supervisors saw them end. Idempotent, so every serving
+        process may run it."""
         while True:
             await anyio.sleep(LIVENESS_SWEEP_S)
             try:
                 expired = await self.call(self.presence.expire_absent, list(self.live))
                 released = await self.call(self.hygiene.release_orphans) if expired else 0
+                settled = await self.call(self.spawner.settle)  # children whose spawning process died
             except ThreadloomError as exc:
                 log.warning("liveness sweep failed: %s", exc.message)
                 continue
             if expired:
                 log.info("expired %d silent session(s), released %d thread claim(s)", len(expired), released)
+            if settled:
+                log.info("recorded %d task(s) whose spawning process had gone", settled)
 
     async def keep_memories_maintained(self) -> None:
         """Background job, every `maintenance_interval` seconds (0: never): the memory maintenance pass
@@ -233,6 +237,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
                 command=settings.spawn_command,
                 daily_tokens=settings.spawn_daily_tokens,
                 daily_cost_usd=settings.spawn_daily_cost_usd,
+                toolset=settings.toolset,
             ),
         ),
         store_lock_fd=lock_fd,
