@@ -154,7 +154,9 @@ _HTTP_HEADER_ENV = {
     "x-threadloom-toolset": "THREADLOOM_TOOLSET",
     "x-threadloom-parent-session": "THREADLOOM_PARENT_SESSION",
 }
-HTTP_STATE_TTL_S = 3600.0
+# HTTP has no connection to close: a client silent this long is dropped from the live view, so the heartbeat
+# stops and liveness (coordination/presence.py LIVENESS_MS, 210 s) ends its session; its next request resumes it.
+HTTP_STATE_TTL_S = 180.0
 
 
 class HttpConnections:
@@ -192,8 +194,14 @@ class HttpConnections:
         self._states[key] = (state, now)
         return state
 
+    async def keep_tidy(self) -> None:
+        """Drop silent clients even when no new one arrives (their sessions then stop being heartbeated)."""
+        while True:
+            await anyio.sleep(HTTP_STATE_TTL_S / 6)
+            self._forget_idle(time.monotonic())
+
     def _forget_idle(self, now: float) -> None:
-        """HTTP has no connection to close: a session unused for an hour is dropped from the live view."""
+        """A client silent for HTTP_STATE_TTL_S is dropped from the live view."""
         for key, (state, seen) in list(self._states.items()):
             if now - seen >= HTTP_STATE_TTL_S:
                 del self._states[key]

@@ -155,7 +155,10 @@ async def spawn(
     Returns the task {id, role, agent, cwd, command, pid, status, exit_code, timeout_s, attempt, log_path, ...}.
     """
     runtime, prov = await caller(ctx)
-    return await runtime.call(runtime.spawner.spawn, prov, prompt, role, cwd, agent, model, timeout_s, retries)
+    toolset = connection_of(ctx.request_context).env.get("THREADLOOM_TOOLSET")  # the child gets this session's
+    return await runtime.call(
+        runtime.spawner.spawn, prov, prompt, role, cwd, agent, model, timeout_s, retries, None, toolset
+    )
 
 
 async def tasks(
@@ -188,10 +191,12 @@ async def tournament(
 ) -> dict[str, Any]:
     """The same prompt to one child per role, in parallel; each answers by signal; returns a digest.
 
-    Returns {tournament, finished, entries: [{task, role, status, exit_code, answers: [...], log_tail}]}.
+    Returns {tournament, finished, entries: [{task, role, status, exit_code, answers: [...], log_tail}],
+    missing: [roles that sent no answer], caveats: [why each is silent]}.
     """
     runtime, prov = await caller(ctx)
-    tid = await runtime.call(runtime.spawner.tournament, prov, prompt, roles, agent, model, timeout_s)
+    toolset = connection_of(ctx.request_context).env.get("THREADLOOM_TOOLSET")
+    tid = await runtime.call(runtime.spawner.tournament, prov, prompt, roles, agent, model, timeout_s, toolset)
     deadline = anyio.current_time() + wait_s
     while True:
         digest = await runtime.call(runtime.spawner.digest, tid, prov)

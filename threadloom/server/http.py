@@ -92,7 +92,9 @@ def serve_http(settings: Settings, bind: str, *, no_token: bool = False) -> int:
         async with anyio.create_task_group() as tg:
             tg.start_soon(runtime.run_background_jobs)
             new_state = partial(HttpConnectionState, roots=roots)
-            yield HttpConnections(runtime, lambda env: toolset_for(server, env), new_state)
+            connections = HttpConnections(runtime, lambda env: toolset_for(server, env), new_state)
+            tg.start_soon(connections.keep_tidy)
+            yield connections
             tg.cancel_scope.cancel()
 
     server = build_server(runtime, lifespan=lifespan)
