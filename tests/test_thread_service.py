@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from threadloom.errors import InvalidInput, NotFound
+from threadloom.errors import InvalidInput, NotFound, StoreFull
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters
 from threadloom.sessions import SessionInfo, SessionService
 from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.threads.files import ThreadFiles
 from threadloom.threads.hygiene import ThreadHygiene
 from threadloom.threads.notes import NoteService
 from threadloom.threads.service import ThreadService
@@ -272,3 +273,54 @@ def test_a_spawned_child_may_release_its_parents_claim(repo: Path, store: Sqlite
     with pytest.raises(InvalidInput, match="not this one or its parent"):
         hygiene.release(prov(repo, "stranger"), "billing")
     assert hygiene.release(prov(repo, "child"), "billing")["released"]
+
+
+def test_a_change_that_fails_midway_puts_back_every_file_it_wrote(
+    repo: Path, store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    threads = service(store)
+    p = prov(repo)
+    threads.create_project(p, "Shop")
+    threads.create(p, "Cache")
+    folder = repo / ".threadloom/threads/shop"
+    before = {f.name: f.read_bytes() for f in folder.glob("*.md")}
+    real_put = ThreadFiles.put
+
+    def put(self: ThreadFiles, thread_id: str, text: str, replace: bool = True) -> bool:
+        if thread_id == "cache" and "merged into" in text:
+            raise InvalidInput("the disk said no")
+        return real_put(self, thread_id, text, replace)
+
+    with monkeypatch.context() as m:  # the child's status is written last: the parent, first, goes back
+        m.setattr(ThreadFiles, "put", put)
+        with pytest.raises(InvalidInput, match="the disk said no"):
+            threads.merge(p, "## Decisions\n- cache in SQLite")
+    assert {f.name: f.read_bytes() for f in folder.glob("*.md")} == before
+
+    def full(*_: object) -> None:
+        raise StoreFull("database or disk is full")
+
+    with monkeypatch.context() as m:  # the index fails after the file was written: the file goes back
+        m.setattr(SearchEngine, "index", staticmethod(full))
+        with pytest.raises(StoreFull):
+            threads.update_summary(p, "- never kept", section="State")
+        with pytest.raises(StoreFull):
+            threads.create(p, "Never made")
+    assert {f.name: f.read_bytes() for f in folder.glob("*.md")} == before
+    assert threads.thread(p, "cache").status == "active"
+
+
+def test_a_project_never_takes_over_threads_whose_project_file_is_missing(repo: Path, store: SqliteStore) -> None:
+    threads = service(store)
+    p = prov(repo)
+    threads.create_project(p, "Shop")
+    threads.update_summary(p, "- Postgres", section="Decisions")
+    (repo / ".threadloom/projects/shop.yaml").unlink()
+    main = (repo / ".threadloom/threads/shop/main.md").read_bytes()
+    with pytest.raises(InvalidInput, match=r"\.threadloom/threads/shop already holds threads \(main\)"):
+        threads.create_project(p, "Shop")
+    assert not (repo / ".threadloom/projects/shop.yaml").exists()
+    assert (repo / ".threadloom/threads/shop/main.md").read_bytes() == main
+    with pytest.raises(InvalidInput, match="system_context is at most 8,000"):
+        threads.create_project(p, "Other", "x" * 8_001)
+    assert not (repo / ".threadloom/projects/other.yaml").exists()

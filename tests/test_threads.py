@@ -103,10 +103,73 @@ def test_context_is_the_active_summary_plus_ancestor_decisions_and_constraints_o
     assert "_⚠ 2 commits changed src/auth_" in ctx.text
     assert ctx.threads == ("auth-ui", "auth", "main") and ctx.left_out == ()
     assert abs(ctx.tokens - estimate_tokens(ctx.text)) <= 2 and f"~{ctx.tokens} tokens, 3 thread(s)" in ctx.text
-    small = assemble(tree, "auth-ui", "My App", "You build a shop.", max_tokens=ctx.tokens - 5, warnings=warn)
-    assert small.left_out == ("main",) and "- Next.js" not in small.text and "- JWT" in small.text
     tiny = assemble(tree, "auth-ui", "My App", max_tokens=1)
-    assert tiny.left_out == ("main", "auth") and "- login form done" in tiny.text
+    assert tiny.left_out == ("main", "auth") and tiny.caveats
+
+
+def test_a_budget_leaves_out_ancestors_then_the_active_threads_sections_keeping_its_decisions() -> None:
+    why = "- Next.js, for its server components and the team's experience with it\n" * 5
+    tree = Tree(
+        {
+            "main": thread("main", None, f"## Decisions\n{why}"),
+            "auth": thread("auth", "main", "## Decisions\n- JWT"),
+            "auth-ui": thread(
+                "auth-ui",
+                "auth",
+                "## Decisions\n- zod forms\n## Constraints\n- no cookies\n## State\n"
+                + "- login form done\n" * 20
+                + "## Open questions\n"
+                + "- which captcha?\n" * 20
+                + "## Next steps\n- logout",
+            ),
+        }
+    )
+    whole = assemble(tree, "auth-ui", "My App", "You build a shop.")
+    assert whole.caveats == () and whole.left_out == ()
+    no_root = assemble(tree, "auth-ui", "My App", "You build a shop.", max_tokens=whole.tokens - 20)
+    assert no_root.left_out == ("main",) and "- JWT" in no_root.text and "Next.js" not in no_root.text
+    assert no_root.tokens <= whole.tokens - 20 and "ancestors main" in no_root.text
+    small = assemble(tree, "auth-ui", "My App", "You build a shop.", max_tokens=120, folder=".threadloom/threads/app")
+    assert small.tokens <= 120 and small.left_out == ("main", "auth")
+    assert "which captcha" not in small.text and "- zod forms" in small.text and "- no cookies" in small.text
+    assert "- logout" in small.text  # Open questions go first, then State, then Next steps
+    assert any(
+        "Open questions, State of auth-ui" in c and ".threadloom/threads/app/auth-ui.md" in c for c in small.caveats
+    )
+    assert "threadloom://thread/auth-ui" in small.text
+    braces = assemble(tree, "auth", "My {App}", max_tokens=100)  # a title is not a format string
+    assert "My {App}" in braces.text
+
+
+def test_a_section_cannot_grow_past_its_limit_nor_smuggle_in_a_heading() -> None:
+    s = Summary.parse("## State\n- a")
+    with pytest.raises(InvalidInput, match="heading"):
+        s.with_section("State", "- b\n## Decisions\n- c", append=True)
+    with pytest.raises(InvalidInput, match="heading"):
+        s.with_section("State", "- b\r## Decisions", append=True)
+    with pytest.raises(InvalidInput, match="unknown section"):
+        s.with_section("Risks", "- b", append=True)
+    with pytest.raises(InvalidInput, match="unknown section"):
+        Summary.parse("## Decisions\n- a\n## Risks\n- b", strict=True)
+    assert Summary.parse("- a\u2028## Decisions").sections == {"State": "- a\u2028## Decisions"}
+    full = s.with_section("State", "x" * 19_996, append=True)
+    full.check("t")  # 20,000: the limit itself
+    with pytest.raises(InvalidInput, match="State of t would be 20,002 characters"):
+        full.with_section("State", "y", append=True).check("t")
+
+
+def test_a_bom_and_windows_line_ends_read_as_the_same_thread() -> None:
+    t = thread("auth", "main", "## Decisions\n- JWT")
+    text = render(t)
+    assert parse("\ufeff" + text, "auth") == t
+    assert parse(text.replace("\n", "\r\n"), "auth") == t
+
+
+def test_a_parent_cycle_is_found_named_and_drawn_not_dropped() -> None:
+    tree = Tree({"main": thread("main"), "a": thread("a", "b"), "b": thread("b", "a"), "c": thread("c", "a")})
+    assert tree.cycles() == [["a", "b"]]
+    assert tree.render() == "main\na [parent cycle]\n├── b\n└── c"
+    assert [t.id for t in tree.ancestors("c")] == ["a", "b"]
 
 
 def _update_many(repo: str, db: str, n: int) -> None:

@@ -9,7 +9,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.helpers import serve_params, structured
+from tests.helpers import cli, serve_params, structured
 
 pytestmark = pytest.mark.anyio
 
@@ -92,3 +92,80 @@ async def test_stats_count_summaries_and_the_contexts_sessions_loaded(home: Path
     assert stats["threads"] == 1 and stats["by_status"] == {"active": 1}
     assert stats["summary_tokens"]["total"] > 0
     assert stats["context_loads"] == {"count": 1, "mean_tokens": loaded["tokens"], "max_tokens": loaded["tokens"]}
+
+
+def thread_file(thread_id: str, parent: str | None, author: str = "ana", updated: str = "2020-01-01T00:00:00Z") -> str:
+    return (
+        f"---\nid: {thread_id}\ntitle: {thread_id.title()}\nparent: {parent or 'null'}\nstatus: active\n"
+        f"author: {author}\ncreated: 2020-01-01T00:00:00Z\nupdated: {updated}\n---\n## State\n- {thread_id} work\n"
+    )
+
+
+async def test_a_new_thread_never_replaces_a_file_it_could_not_read(home: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    params = serve_params(home, "--in-process", THREADLOOM_ROOT=str(repo))
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("thread_project", {"action": "create", "title": "Shop"})
+        folder = repo / ".threadloom/threads/shop"
+        conflicted = (
+            "<<<<<<< HEAD\n" + thread_file("auth", "main") + "=======\n" + thread_file("auth", None) + ">>>>>>> x\n"
+        )
+        (folder / "auth.md").write_text(conflicted)
+        (folder / "billing.md").write_text("---\nid: billing\ntitle: [broken\n---\n")
+        auth = structured(await client.call_tool("thread_create", {"title": "Auth"}))
+        billing = structured(await client.call_tool("thread_create", {"title": "Billing", "parent": "main"}))
+        tree = structured(await client.call_tool("thread_context", {}))
+    assert auth["id"] == "auth-2" and billing["id"] == "billing-2"
+    assert (folder / "auth.md").read_text() == conflicted
+    assert (folder / "billing.md").read_text() == "---\nid: billing\ntitle: [broken\n---\n"
+    assert sorted(p["path"].rsplit("/", 1)[1] for p in tree["problems"]) == ["auth.md", "billing.md"]
+
+
+async def test_a_bom_is_read_and_a_parent_cycle_is_reported_by_name_not_lost(home: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    params = serve_params(home, "--in-process", THREADLOOM_ROOT=str(repo), THREADLOOM_SESSION_ID="s1")
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("thread_project", {"action": "create", "title": "Shop"})
+        folder = repo / ".threadloom/threads/shop"
+        (folder / "edited.md").write_bytes(b"\xef\xbb\xbf" + thread_file("edited", "main").encode())
+        (folder / "windows.md").write_bytes(thread_file("windows", "main").replace("\n", "\r\n").encode())
+        (folder / "ping.md").write_text(thread_file("ping", "pong"))
+        (folder / "pong.md").write_text(thread_file("pong", "ping"))
+        (folder / "ball.md").write_text(thread_file("ball", "ping"))
+        view = structured(await client.call_tool("thread_context", {}))
+        switched = structured(await client.call_tool("thread_context", {"thread_id": "ball"}))
+        resource = (await client.read_resource("threadloom://tree")).contents[0]
+    assert "edited" in view["tree"] and "windows" in view["tree"]
+    for name in ("ping", "pong", "ball"):
+        assert name in view["tree"]
+    [cycle] = view["problems"]
+    assert "cycle" in cycle["error"] and "ping" in cycle["error"] and "pong" in cycle["error"]
+    assert switched["threads"] == ["ball", "ping", "pong"] and "- ball work" in switched["context"]
+    assert "cycle" in getattr(resource, "text", "")
+    shown = cli(home, "thread", "tree", THREADLOOM_ROOT=str(repo), THREADLOOM_SESSION_ID="s1")
+    assert shown.returncode == 0, shown.stderr
+    assert "ping" in shown.stdout and "cycle" in shown.stdout and "edited" in shown.stdout
+
+
+async def test_the_janitor_in_a_team_project_skips_teammates_threads_and_finishes_the_rest(
+    home: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    params = serve_params(
+        home, "--in-process", THREADLOOM_ROOT=str(repo), THREADLOOM_TOOLSET="full", THREADLOOM_AUTHOR="ana"
+    )
+    async with Client(params, mode="legacy") as client:
+        await client.call_tool("thread_project", {"action": "create", "title": "Team", "mode": "team"})
+        folder = repo / ".threadloom/threads/team"
+        for name, author in (("a-ana", "ana"), ("b-ben", "ben"), ("c-ana", "ana"), ("d-ben", "ben")):
+            (folder / f"{name}.md").write_text(thread_file(name, "main", author))
+        done = structured(await client.call_tool("thread_janitor", {"action": "janitor", "apply": True}))
+    by_id = {t["id"]: t for t in done["threads"]}
+    assert by_id["a-ana"]["applied"] and by_id["c-ana"]["applied"]
+    assert not by_id["b-ben"]["applied"] and "ben" in by_id["b-ben"]["skipped"]
+    assert not by_id["d-ben"]["applied"]
+    assert "status: idle" in (folder / "c-ana.md").read_text()
+    assert (folder / "b-ben.md").read_text() == thread_file("b-ben", "main", "ben")

@@ -4,7 +4,8 @@ project. `threads_admin` (opt-in) adds merge, rebase and delete.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import json
+from typing import Annotated, Any, Final, Literal
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -13,10 +14,24 @@ from threadloom.errors import InvalidInput
 from threadloom.server.connection import caller
 from threadloom.server.toolsets import RequestKey, ToolDef
 from threadloom.threads.agent_files import write_instruction_files
-from threadloom.threads.model import Thread
+from threadloom.threads.model import (
+    MAX_PATH_CHARS,
+    MAX_PATHS,
+    MAX_REASON_CHARS,
+    MAX_SUMMARY_CHARS,
+    MAX_SYSTEM_CONTEXT_CHARS,
+    MAX_TITLE,
+    Thread,
+)
+from threadloom.threads.notes import MAX_NOTE_CHARS
 from threadloom.threads.service import repo_of
+from threadloom.threads.tree import CHARS_PER_TOKEN, DEFAULT_MAX_TOKENS
 
-ThreadId = Annotated[str | None, Field(description="Thread id (a-z, 0-9, -); default: this session's active thread.")]
+ID_CHARS: Final = 64  # a thread or project id: its file name
+ThreadId = Annotated[
+    str | None,
+    Field(max_length=ID_CHARS, description="Thread id (a-z, 0-9, -); default: this session's active thread."),
+]
 
 
 def _brief(t: Thread) -> dict[str, Any]:
@@ -25,38 +40,87 @@ def _brief(t: Thread) -> dict[str, Any]:
 
 async def thread_context(
     ctx: Context,
-    thread_id: Annotated[str | None, Field(description="Switch this session to this thread first.")] = None,
+    thread_id: Annotated[
+        str | None, Field(max_length=ID_CHARS, description="Switch this session to this thread first.")
+    ] = None,
     max_tokens: Annotated[
-        int | None, Field(ge=100, le=100_000, description="Budget; the farthest ancestors are left out first.")
+        int | None,
+        Field(
+            ge=100,
+            le=100_000,
+            description=f"Budget for all returned (default {DEFAULT_MAX_TOKENS:,}): the farthest ancestors go "
+            "first, then the active thread's sections but Decisions and Constraints.",
+        ),
     ] = None,
 ) -> dict[str, Any]:
     """Load the project context: the active thread's summary plus the Decisions and Constraints of its
     ancestors (siblings stay out), with a warning when commits changed the paths a summary describes.
     Call it at the start of a session, after the context was cleared, or to switch threads.
 
-    Returns {context (Markdown), tokens, threads: [active, ancestors...], left_out: [...], tree, problems}.
+    Returns {context (Markdown), tokens, threads: [active, ancestors...], left_out: [...], tree, problems,
+    caveats: [what the budget cut, and where to read it]}.
     """
     runtime, prov = await caller(ctx)
+    budget = max_tokens or DEFAULT_MAX_TOKENS
+    inner = budget - _RESERVE - budget // 20  # the context's share: the rest pays for the JSON around it
     if thread_id is not None:
-        assembled = await runtime.call(runtime.threads.switch, prov, thread_id, max_tokens)
+        assembled = await runtime.call(runtime.threads.switch, prov, thread_id, inner)
     else:
-        assembled = await runtime.call(runtime.threads.context, prov, max_tokens)
+        assembled = await runtime.call(runtime.threads.context, prov, inner)
     tree = await runtime.call(runtime.threads.tree, prov)
     await runtime.call(runtime.threads.record_context_load, prov, assembled)
-    return {
+    view: dict[str, Any] = {
         "context": assembled.text,
         "tokens": assembled.tokens,
         "threads": list(assembled.threads),
         "left_out": list(assembled.left_out),
-        "tree": tree["tree"],
-        "problems": tree["problems"],
+        "tree": "",
+        "problems": [],
+        "caveats": list(assembled.caveats),
     }
+    room = budget * CHARS_PER_TOKEN - _size(view)
+    view["tree"], view["problems"], cut = _fit(tree["tree"], tree["problems"], room)
+    view["caveats"] += cut
+    return view
+
+
+_RESERVE: Final = 40  # tokens: the keys, ids and escapes of thread_context's JSON
+_TREE_CUT: Final = "the tree or its problems were cut to fit max_tokens: threadloom://tree has them all"
+
+
+def _size(value: Any) -> int:
+    return len(json.dumps(value, ensure_ascii=False))
+
+
+def _fit(tree: str, problems: list[dict[str, Any]], room: int) -> tuple[str, list[dict[str, Any]], list[str]]:
+    """The tree's first lines and the first problems that fit in `room` characters of JSON."""
+    if _size(tree) + _size(problems) <= room:
+        return tree, problems, []
+    room -= _size(_TREE_CUT) + 2
+    lines: list[str] = []
+    used = 2 + 2  # the tree's quotes, the empty list's brackets
+    for line in tree.split("\n"):
+        cost = _size(line) + 2  # its quotes stand for the escaped line end
+        if used + cost > room:
+            break
+        lines.append(line)
+        used += cost
+    kept = []
+    for problem in problems:
+        cost = _size(problem) + 2
+        if used + cost > room:
+            break
+        kept.append(problem)
+        used += cost
+    return "\n".join(lines), kept, [_TREE_CUT]
 
 
 async def thread_create(
     ctx: Context,
-    title: Annotated[str, Field(description="The topic or question of the thread.")],
-    parent: Annotated[str | None, Field(description="Parent thread id; default: the active thread.")] = None,
+    title: Annotated[str, Field(max_length=MAX_TITLE, description="The topic or question of the thread.")],
+    parent: Annotated[
+        str | None, Field(max_length=ID_CHARS, description="Parent thread id; default: the active thread.")
+    ] = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Start a child thread for a new topic and make it this session's active thread. On a feature
@@ -70,19 +134,28 @@ async def thread_create(
 
 async def thread_summary(
     ctx: Context,
-    text: Annotated[str, Field(description="Markdown: the whole summary (## sections), or the text for one section.")],
+    text: Annotated[
+        str,
+        Field(
+            max_length=MAX_SUMMARY_CHARS,
+            description="Markdown: the whole summary (## sections), or one section's text (no ## lines).",
+        ),
+    ],
     section: Annotated[
-        str | None, Field(description="Decisions, Constraints, State, Open questions or Next steps; omit for all.")
+        str | None,
+        Field(max_length=40, description="Decisions, Constraints, State, Open questions or Next steps; omit for all."),
     ] = None,
     replace: Annotated[bool, Field(description="Replace the section instead of adding to it.")] = False,
     paths: Annotated[
-        list[str] | None, Field(description="Files or folders (repository-relative) this summary describes.")
+        list[Annotated[str, Field(max_length=MAX_PATH_CHARS)]] | None,
+        Field(max_length=MAX_PATHS, description="Files or folders (repository-relative) this summary describes."),
     ] = None,
     thread_id: ThreadId = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Record what was decided and where things stand, in the thread file committed with the code.
-    Keep it short: decisions with their reasons, constraints, state, open questions, next steps.
+    Keep it short: decisions with their reasons, constraints, state, open questions, next steps (a
+    section is at most 20,000 characters, a summary 60,000; what is refused is not written).
 
     Returns {id, title, parent, status, branch, sections: [...]}.
     """
@@ -93,7 +166,9 @@ async def thread_summary(
 
 async def thread_note(
     ctx: Context,
-    text: Annotated[str, Field(description="The note, or the user's words verbatim when quote is true.")],
+    text: Annotated[
+        str, Field(max_length=MAX_NOTE_CHARS, description="The note, or the user's words verbatim when quote is true.")
+    ],
     kind: Annotated[
         Literal["move", "failed", "insight", "open_q", "decision"], Field(description="What the note records.")
     ] = "move",
@@ -117,7 +192,10 @@ async def thread_note(
 async def thread_status(
     ctx: Context,
     status: Annotated[Literal["active", "idle", "done", "abandoned"], Field(description="active reopens.")],
-    reason: Annotated[str | None, Field(description="Why; for done or abandoned it joins the Decisions.")] = None,
+    reason: Annotated[
+        str | None,
+        Field(max_length=MAX_REASON_CHARS, description="Why; for done or abandoned it joins the Decisions."),
+    ] = None,
     thread_id: ThreadId = None,
 ) -> dict[str, Any]:
     """Finish a thread (done, or abandoned with the reason kept), park it (idle), or reopen it.
@@ -131,10 +209,13 @@ async def thread_status(
 async def thread_project(
     ctx: Context,
     action: Annotated[Literal["list", "create", "switch"], Field(description="What to do.")] = "list",
-    title: Annotated[str | None, Field(description="create: the project's title.")] = None,
-    system_context: Annotated[str | None, Field(description="create: standing instructions for the project.")] = None,
+    title: Annotated[str | None, Field(max_length=MAX_TITLE, description="create: the project's title.")] = None,
+    system_context: Annotated[
+        str | None,
+        Field(max_length=MAX_SYSTEM_CONTEXT_CHARS, description="create: standing instructions, in every context."),
+    ] = None,
     mode: Annotated[Literal["solo", "team"], Field(description="create: solo, or team (ownership rules).")] = "solo",
-    project_id: Annotated[str | None, Field(description="switch: the project to work in.")] = None,
+    project_id: Annotated[str | None, Field(max_length=ID_CHARS, description="switch: the project to work in.")] = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """List this repository's projects, create one (with a root thread `main`), or switch to one. A
@@ -156,19 +237,25 @@ async def thread_project(
 
 async def thread_merge(
     ctx: Context,
-    parent_summary: Annotated[str, Field(description="The parent's new summary, carrying this thread's conclusions.")],
+    parent_summary: Annotated[
+        str,
+        Field(
+            max_length=MAX_SUMMARY_CHARS, description="The parent's new summary, carrying this thread's conclusions."
+        ),
+    ],
     thread_id: ThreadId = None,
 ) -> dict[str, Any]:
     """Fold a finished thread into its parent: the parent's summary is replaced, the thread is done and
-    the parent becomes this session's active thread. Returns the parent {id, title, parent, status, branch}."""
+    the parent becomes this session's active thread; both are checked before either is written.
+    Returns the parent {id, title, parent, status, branch}."""
     runtime, prov = await caller(ctx)
     return _brief(await runtime.call(runtime.threads.merge, prov, parent_summary, thread_id))
 
 
 async def thread_rebase(
     ctx: Context,
-    thread_id: Annotated[str, Field(description="The thread to move, with its descendants.")],
-    new_parent: Annotated[str, Field(description="Its new parent (not itself or below it).")],
+    thread_id: Annotated[str, Field(max_length=ID_CHARS, description="The thread to move, with its descendants.")],
+    new_parent: Annotated[str, Field(max_length=ID_CHARS, description="Its new parent (not itself or below it).")],
 ) -> dict[str, Any]:
     """Move a thread and its descendants under another parent. Returns {id, title, parent, status, branch}."""
     runtime, prov = await caller(ctx)
@@ -176,7 +263,10 @@ async def thread_rebase(
 
 
 async def thread_delete(
-    ctx: Context, thread_id: Annotated[str, Field(description="The thread to delete, with all its descendants.")]
+    ctx: Context,
+    thread_id: Annotated[
+        str, Field(max_length=ID_CHARS, description="The thread to delete, with all its descendants.")
+    ],
 ) -> dict[str, Any]:
     """Delete a thread's file and its descendants' (git keeps the history). Returns {deleted: [ids]}."""
     runtime, prov = await caller(ctx)
@@ -229,9 +319,10 @@ async def thread_janitor(
     count: Annotated[int, Field(ge=1, le=50, description="How many to list.")] = 5,
 ) -> dict[str, Any]:
     """Keep the tree healthy: threads to pick up, idle threads to revisit, or the janitor's proposals
-    (stale active -> idle, long idle -> done, empty -> abandoned), applied only with apply=true.
+    (stale active -> idle, long idle -> done, empty -> abandoned), applied only with apply=true; in a
+    team project a teammate's thread is skipped, with why.
 
-    Returns {threads: [{id, title, status, updated_at, author, category?, propose?, why?, applied?}]}.
+    Returns {threads: [{id, title, status, updated_at, author, category?, propose?, why?, applied?, skipped?}]}.
     """
     runtime, prov = await caller(ctx)
     if action == "pickup":

@@ -41,7 +41,7 @@ def add_thread_views(server: ThreadloomServer) -> None:
     )
     async def context_resource(ctx: Context, max_tokens: str = "") -> str:
         runtime, prov = await caller(ctx)
-        budget = int(max_tokens) if max_tokens.isdigit() else None
+        budget = min(max(int(max_tokens), 100), 100_000) if max_tokens.isdigit() and len(max_tokens) < 7 else None
         with _reported():
             return str((await runtime.call(runtime.threads.context, prov, budget)).text)
 

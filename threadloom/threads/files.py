@@ -18,7 +18,7 @@ import yaml
 
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.threads.model import Summary, Thread, check_thread_id
-from threadloom.threads.repository import Repository
+from threadloom.threads.repository import MAX_FILE_BYTES, Repository
 
 FOLDER: Final = ".threadloom"
 _LOADER: Final = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -38,9 +38,9 @@ def _iso(ms: int) -> str:
 
 def _ms(value: object) -> int:
     if isinstance(value, datetime):
-        return int(value.replace(tzinfo=value.tzinfo or UTC).timestamp() * 1000)
+        return round(value.replace(tzinfo=value.tzinfo or UTC).timestamp() * 1000)
     if isinstance(value, str):
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        return round(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
     raise ValueError(f"not a time: {scalar(value, 'a time')!r}")
 
 
@@ -66,7 +66,25 @@ def render(thread: Thread) -> str:
     return f"---\n{header}---\n{body}\n" if body else f"---\n{header}---\n"
 
 
+def checked(thread: Thread) -> str:
+    """The file's whole new text, validated before anything is written: the thread within its limits,
+    and the text read back giving the same thread (no value can change the file's structure)."""
+    thread.check()
+    text = render(thread)
+    if len(text.encode("utf-8")) > MAX_FILE_BYTES:
+        raise InvalidInput(f"the file of {thread.id} would be larger than {MAX_FILE_BYTES // 2**20} MiB")
+    try:
+        back = parse(text, thread.id)
+    except (ValueError, KeyError, TypeError, yaml.YAMLError, InvalidInput):
+        back = None
+    if back != thread:
+        raise InvalidInput(f"{thread.id} cannot be written as it would not read back the same: nothing was written")
+    return text
+
+
 def parse(text: str, expected_id: str) -> Thread:
+    # A byte-order mark or Windows line ends (an editor, git's autocrlf) change nothing.
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     if not text.startswith("---\n"):
         raise ValueError("no YAML front matter (the file must start with ---)")
     end = text.find("\n---", 4)
@@ -181,8 +199,29 @@ class ThreadFiles:
             yield
 
     def write(self, thread: Thread) -> None:
-        """Atomically replace one thread's file (call inside `locked()`)."""
-        self.files.write_text(self.rel_of(thread.id), render(thread))
+        """Atomically replace one thread's file (call inside `locked()`), validated first."""
+        self.put(thread.id, checked(thread))
+
+    def put(self, thread_id: str, text: str, replace: bool = True) -> bool:
+        """Write a thread file's text whole (from `checked`). With `replace` False a file of that name,
+        readable or not, is left as it is and False returned."""
+        return self.files.write_text(self.rel_of(thread_id), text, replace=replace)
+
+    def restore(self, thread_id: str, text: str | None) -> None:
+        """Put a file back as it was read (`None`: it did not exist)."""
+        if text is None:
+            self.delete(thread_id)
+        else:
+            self.put(thread_id, text)
+
+    def raw(self, thread_id: str) -> str | None:
+        """A thread file's text as it is, or None when it does not exist."""
+        return self.files.read_text(self.rel_of(thread_id))
+
+    def names(self, problems: list[Problem]) -> set[str]:
+        """The ids the files named in `problems` hold: taken, though unreadable."""
+        prefix = f"{self._folder}/"
+        return {p.path.removeprefix(prefix).removesuffix(".md") for p in problems if p.path.startswith(prefix)}
 
     def delete(self, thread_id: str) -> None:
         self.files.delete(self.rel_of(thread_id))

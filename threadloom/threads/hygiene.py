@@ -125,7 +125,8 @@ class ThreadHygiene:
         return [_view(t) for t in random.Random(seed).sample(idle, min(count, len(idle)))]
 
     def janitor(self, prov: Provenance, apply: bool = False, now: int | None = None) -> list[dict[str, Any]]:
-        """Proposals by category: stale (active, untouched) -> idle; long idle -> done; empty -> abandoned."""
+        """Proposals by category: stale (active, untouched) -> idle; long idle -> done; empty -> abandoned.
+        Applying changes each thread it may (not a teammate's) and reports the others as skipped."""
         now = now if now is not None else now_ms()
         claimed = {c["thread"] for c in self.claims(prov) if c["live"]}
         proposals = []
@@ -139,10 +140,21 @@ class ThreadHygiene:
                 proposals.append((t, "stale", "idle", f"untouched for {age:.0f} days"))
             elif t.status == "idle" and age >= self.rules.close_after_days:
                 proposals.append((t, "long idle", "done", f"idle for {age:.0f} days"))
-        if apply:
-            for t, _, status, why in proposals:
-                self._threads.set_status(prov, status, f"janitor: {why}", thread_id=t.id)
-        return [_view(t) | {"category": c, "propose": s, "why": w, "applied": apply} for t, c, s, w in proposals]
+        # In a team project a teammate's thread is theirs to change: skipped, and said so.
+        theirs = {t.id: t.author for t in self._threads.teammates(prov, [t for t, *_ in proposals])}
+        found = []
+        for t, category, status, why in proposals:
+            view = _view(t) | {"category": category, "propose": status, "why": why, "applied": False}
+            if t.id in theirs:
+                view["skipped"] = f"{theirs[t.id]}'s thread: in a team project only its author changes it"
+            elif apply:
+                try:
+                    self._threads.set_status(prov, status, f"janitor: {why}", thread_id=t.id)
+                    view["applied"] = True
+                except InvalidInput as exc:  # changed, broken or deleted since it was read: the rest go on
+                    view["skipped"] = exc.message
+            found.append(view)
+        return found
 
     def _load(self, prov: Provenance) -> dict[str, Thread]:
         return ThreadFiles(repo_of(prov), self._threads.project(prov).id).load()[0]

@@ -6,7 +6,6 @@ each session's position and a search index of the summaries.
 from __future__ import annotations
 
 import contextlib
-import json
 from pathlib import Path
 from typing import Any, Final
 
@@ -14,15 +13,30 @@ from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound, StoreFull
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
-from threadloom.search.model import Document
 from threadloom.sessions import record_event
-from threadloom.store.base import Store, Writer
+from threadloom.store.base import Store
 from threadloom.threads import git
-from threadloom.threads.files import ThreadFiles
-from threadloom.threads.model import STATUSES, Summary, Thread, check_thread_id, slugify
-from threadloom.threads.projects import Project, create_project_file, load_projects
+from threadloom.threads.changes import Changes
+from threadloom.threads.cursors import cursor, set_cursor
+from threadloom.threads.files import FOLDER, ThreadFiles
+from threadloom.threads.model import (
+    MAX_BRANCH_CHARS,
+    MAX_REASON_CHARS,
+    MAX_SECTION_CHARS,
+    MAX_SUMMARY_CHARS,
+    MAX_SYSTEM_CONTEXT_CHARS,
+    MAX_TITLE,
+    STATUSES,
+    Summary,
+    Thread,
+    check_paths,
+    check_thread_id,
+    slugify,
+)
+from threadloom.threads.projects import PROJECTS, Project, create_project_file, load_projects
 from threadloom.threads.repository import Repository
-from threadloom.threads.tree import Context, Tree, assemble, estimate_tokens
+from threadloom.threads.stats import thread_stats
+from threadloom.threads.tree import Context, Tree, assemble
 
 ROOT_THREAD: Final = "main"
 MODES: Final = ("solo", "team")
@@ -34,6 +48,7 @@ class ThreadService:
         self._store = store
         self._engine = engine
         self._author = author  # THREADLOOM_AUTHOR; empty: from git config
+        self._changes = Changes(store, engine)
 
     # projects
 
@@ -41,15 +56,28 @@ class ThreadService:
         repo = repo_of(prov)
         if mode not in MODES:
             raise InvalidInput("mode is solo or team")
-        if not title.strip() or len(title) > 200:
-            raise InvalidInput("a project title is 1-200 characters")
+        if not title.strip() or len(title) > MAX_TITLE:
+            raise InvalidInput(f"a project title is 1-{MAX_TITLE} characters")
+        if len(system_context.strip()) > MAX_SYSTEM_CONTEXT_CHARS:
+            raise InvalidInput(
+                f"a project's system_context is at most {MAX_SYSTEM_CONTEXT_CHARS:,} characters (it is in every "
+                f"context; {len(system_context.strip()):,} given): keep standing instructions, put the rest in threads"
+            )
         files = Repository(repo)
-        project = create_project_file(files, title, system_context, mode, lambda p: ThreadFiles(files, p).check())
         now = now_ms()
         root = Thread(
-            ROOT_THREAD, project.title, None, "active", git.author(repo, prov.author or self._author), now, now
+            ROOT_THREAD, title.strip(), None, "active", git.author(repo, prov.author or self._author), now, now
         )
-        self._save(repo, project.id, root, prov)
+        root.check()  # before the project's file is written
+        project = create_project_file(files, title, system_context, mode, lambda p: _check_new_project(files, p))
+        threads = ThreadFiles(files, project.id)
+        try:
+            with threads.locked():
+                if not self._changes.create(threads, prov, root):
+                    raise InvalidInput(f"{threads.rel_of(ROOT_THREAD)} appeared meanwhile; it was left as it is")
+        except BaseException:
+            files.delete(f"{PROJECTS}/{project.id}.yaml")  # a project without its root is not made
+            raise
         self._set_cursor(prov, project.id, ROOT_THREAD)
         return project
 
@@ -63,7 +91,7 @@ class ThreadService:
 
     def switch_project(self, prov: Provenance, project_id: str) -> Project:
         found = self._projects(repo_of(prov))
-        if project_id not in found:
+        if check_thread_id(project_id) not in found:
             raise NotFound(f"no project {project_id!r}; known: {', '.join(found) or 'none'}")
         self._set_cursor(prov, project_id, None)
         return found[project_id]
@@ -74,7 +102,7 @@ class ThreadService:
     def project(self, prov: Provenance, named: str | None = None) -> Project:
         """The `named` project, else the session's; a single project is selected automatically."""
         found = self._projects(repo_of(prov))
-        if named and named not in found:
+        if named and check_thread_id(named) not in found:
             raise NotFound(f"no project {named!r} here; projects: {', '.join(found) or 'none'}")
         chosen = named or self._cursor(prov)[0]
         if chosen in found:
@@ -92,36 +120,43 @@ class ThreadService:
         project = self.project(prov, project_id)
         files = ThreadFiles(repo_of(prov), project.id)
         threads, problems = files.load()
+        tree = Tree(threads)
         active = self._active(prov, project, threads)
+        cycles = [
+            {
+                "path": files.rel_of(cycle[0]),
+                "error": f"a parent cycle: {' -> '.join([*cycle, cycle[0]])} (fix the parent: line of one of them)",
+            }
+            for cycle in tree.cycles()
+        ]
         return {
             "project": project.id,
             "active": active,
-            "tree": Tree(threads).render(active),
-            "problems": [p.__dict__ for p in problems],
+            "tree": tree.render(active),
+            "problems": [p.__dict__ for p in problems] + cycles,
         }
 
     def create(self, prov: Provenance, title: str, parent: str | None = None) -> Thread:
-        """A child of `parent` (default: the active thread); on a feature branch, linked to it."""
+        """A child of `parent` (default: the active thread); on a feature branch, linked to it. Its id
+        is one no file holds: a file that could not be read (broken, conflict-marked) is never replaced."""
         repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
         with files.locked():
-            threads, _ = files.load()
+            threads, problems = files.load()
             parent_id = parent or self._active(prov, project, threads)
             Tree(threads).get(check_thread_id(parent_id))
             current = git.branch(repo)
-            now = now_ms()
-            thread = Thread(
-                slugify(title, set(threads)),
-                title.strip(),
-                parent_id,
-                "active",
-                git.author(repo, prov.author or self._author),
-                now,
-                now,
-                branch=current if current and current not in TRUNK_BRANCHES else None,
-                commit=git.head(repo),
-            )
-            self._write(files, thread, prov)
+            linked = current if current and current not in TRUNK_BRANCHES and len(current) <= MAX_BRANCH_CHARS else None
+            author, commit, now = git.author(repo, prov.author or self._author), git.head(repo), now_ms()
+            taken = set(threads) | files.names(problems)
+            while True:
+                thread_id = slugify(title, taken)
+                thread = Thread(
+                    thread_id, title.strip(), parent_id, "active", author, now, now, branch=linked, commit=commit
+                )
+                if self._changes.create(files, prov, thread):
+                    break
+                taken.add(thread_id)  # a file appeared under that name since the folder was read
         self._set_cursor(prov, project.id, thread.id)
         return thread
 
@@ -154,7 +189,8 @@ class ThreadService:
                     "check it is still accurate"
                 )
         tree = Tree({t.id: t for t in chain})
-        return assemble(tree, thread.id, project.title, project.system_context, max_tokens, tuple(warnings))
+        folder = f"{FOLDER}/threads/{project.id}"
+        return assemble(tree, thread.id, project.title, project.system_context, max_tokens, tuple(warnings), folder)
 
     def record_context_load(self, prov: Provenance, context: Context) -> None:
         """Journal a context load (its size feeds `stats`)."""
@@ -165,38 +201,7 @@ class ThreadService:
 
     def stats(self, prov: Provenance) -> dict[str, Any]:
         """Summary sizes, and the context sessions loaded (conversation sizes come with transcripts)."""
-        repo, project = repo_of(prov), self.project(prov)
-        threads, problems = ThreadFiles(repo, project.id).load()
-        sizes = sorted(estimate_tokens(t.summary.render()) for t in threads.values())
-        loads = self._store.read(
-            lambda r: r.tuples(
-                "SELECT detail FROM events WHERE kind = 'thread.context' AND project = :repo "
-                "ORDER BY id DESC LIMIT 500",
-                {"repo": str(repo)},
-            )
-        )
-        loaded = [int(json.loads(d).get("tokens", 0)) for (d,) in loads if json.loads(d).get("project") == project.id]
-        by_status: dict[str, int] = {}
-        for t in threads.values():
-            by_status[t.status] = by_status.get(t.status, 0) + 1
-        return {
-            "project": project.id,
-            "threads": len(threads),
-            "by_status": by_status,
-            "broken_files": len(problems),
-            "summary_tokens": {
-                "total": sum(sizes),
-                "mean": round(sum(sizes) / len(sizes), 1) if sizes else 0,
-                "max": sizes[-1] if sizes else 0,
-            },
-            "context_loads": {
-                "count": len(loaded),
-                "mean_tokens": round(sum(loaded) / len(loaded), 1) if loaded else None,
-                "max_tokens": max(loaded) if loaded else None,
-            },
-            "conversation_tokens": None,
-            "caveats": ["conversation sizes are not known yet: they come from transcript ingestion"],
-        }
+        return thread_stats(self._store, repo_of(prov), self.project(prov).id)
 
     def _active_chain(self, prov: Provenance, project: Project, files: ThreadFiles) -> list[Thread]:
         chosen_project, chosen = self._cursor(prov)
@@ -217,16 +222,15 @@ class ThreadService:
         paths: list[str] | None = None,
         thread_id: str | None = None,
     ) -> Thread:
-        """Replace the whole summary, or add to (or replace) one section; records the head commit."""
-        for path in paths or []:
-            if path.startswith("/") or ".." in Path(path).parts:
-                raise InvalidInput(f"watched paths are relative to the repository: {path!r}")
+        """Replace the whole summary, or add to (or replace) one section; records the head commit. The
+        thread as it would become is checked whole (each section, the summary, the file) first."""
+        check_paths(paths or [])
+        _check_size(text, MAX_SUMMARY_CHARS if section is None else MAX_SECTION_CHARS)
+        whole = Summary.parse(text, strict=True) if section is None else None
 
         def change(thread: Thread, repo: Path) -> Thread:
             summary = (
-                Summary.parse(text)
-                if section is None
-                else thread.summary.with_section(section, text, not replace_section)
+                whole if whole is not None else thread.summary.with_section(section or "", text, not replace_section)
             )
             new_paths = tuple(paths) if paths is not None else thread.paths
             return thread.touched(now_ms(), summary=summary, paths=new_paths, commit=git.head(repo) or thread.commit)
@@ -239,18 +243,24 @@ class ThreadService:
         """done / abandoned (the reason joins Decisions), idle, or active to reopen."""
         if status not in STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(STATUSES)}")
+        reason = " ".join((reason or "").split()) or None  # one line: it becomes a bullet and the outcome
+        if reason is not None and len(reason) > MAX_REASON_CHARS:
+            raise InvalidInput(f"a reason is at most {MAX_REASON_CHARS:,} characters ({len(reason):,} given)")
 
         def change(thread: Thread, _: Path) -> Thread:
             summary = thread.summary
             if reason and status in ("done", "abandoned"):
-                summary = summary.with_section("Decisions", f"- {status.capitalize()}: {reason.strip()}", append=True)
+                summary = summary.with_section("Decisions", f"- {status.capitalize()}: {reason}", append=True)
             return thread.touched(now_ms(), status=status, summary=summary, outcome=reason or thread.outcome)
 
         return self._modify(prov, thread_id, change)
 
     def merge(self, prov: Provenance, parent_summary: str, thread_id: str | None = None) -> Thread:
         """Fold a finished thread into its parent: the parent's summary becomes `parent_summary` (which
-        carries the child's conclusions), the child is done, and the session moves to the parent."""
+        carries the child's conclusions), the child is done, and the session moves to the parent. Both
+        are checked before either is written; the parent is written first, the child's status last."""
+        _check_size(parent_summary, MAX_SUMMARY_CHARS)
+        summary = Summary.parse(parent_summary, strict=True)
         repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
         with files.locked():
@@ -260,9 +270,9 @@ class ThreadService:
                 raise InvalidInput(f"{child.id} has no parent to merge into")
             self._own(prov, project, repo, [child, threads[child.parent]], "merge (the thread and its parent)")
             now = now_ms()
-            parent = threads[child.parent].touched(now, summary=Summary.parse(parent_summary), status="active")
-            self._write(files, child.touched(now, status="done", outcome=f"merged into {parent.id}"), prov)
-            self._write(files, parent, prov)
+            parent = threads[child.parent].touched(now, summary=summary, status="active")
+            merged = child.touched(now, status="done", outcome=f"merged into {parent.id}")
+            self._changes.save(files, prov, [parent, merged])
         self._set_cursor(prov, project.id, parent.id)
         return parent
 
@@ -286,14 +296,26 @@ class ThreadService:
             below = tree.descendants(target.id)
             self._own(prov, project, repo, [target, *below], "delete (the thread and every descendant)")
             gone = [target.id, *[t.id for t in below]]
-            for tid in gone:
-                files.delete(tid)
-            self._store.write(lambda w: [self._engine.remove(w, "thread", f"{project.id}/{tid}") for tid in gone])
+            removed: list[str] = []
+            try:
+                for tid in reversed(gone):  # the deepest first: a failure midway leaves no thread without its parent
+                    files.delete(tid)
+                    removed.append(tid)
+            finally:
+                self._store.write(lambda w: [self._engine.remove(w, "thread", f"{project.id}/{t}") for t in removed])
         if self._cursor(prov)[1] in gone:
             self._set_cursor(prov, project.id, target.parent)
         return gone
 
     # shared
+
+    def teammates(self, prov: Provenance, threads: list[Thread]) -> list[Thread]:
+        """Those of `threads` this session may not change: in a team project, others' threads."""
+        repo, project = repo_of(prov), self.project(prov)
+        if project.mode != "team":
+            return []
+        me = git.author(repo, prov.author or self._author)
+        return [t for t in threads if t.author != me]
 
     def _own(self, prov: Provenance, project: Project, repo: Path, threads: list[Thread], action: str) -> None:
         """Team mode: only a thread's author may change it. Ownership prevents accidents; it is not
@@ -315,31 +337,8 @@ class ThreadService:
             current = Tree(threads).get(check_thread_id(thread_id or self._active(prov, project, threads)))
             self._own(prov, project, repo, [current], "change a thread")
             updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
-            self._write(files, updated, prov)
+            self._changes.save(files, prov, [updated])
         return updated
-
-    def _write(self, files: ThreadFiles, thread: Thread, prov: Provenance) -> None:
-        files.write(thread)
-        doc = Document(
-            kind="thread",
-            ref=f"{files.project}/{thread.id}",
-            body=thread.summary.render() or thread.title,
-            title=thread.title,
-            project=prov.project,
-            status=thread.status,
-            source=thread.author,
-        )
-
-        def tx(w: Writer) -> None:
-            self._engine.index(w, doc)
-            record_event(w, prov, "thread.written", {"project": files.project, "thread": thread.id})
-
-        self._store.write(tx)
-
-    def _save(self, repo: Path, project: str, thread: Thread, prov: Provenance) -> None:
-        files = ThreadFiles(repo, project)
-        with files.locked():
-            self._write(files, thread, prov)
 
     def _active(self, prov: Provenance, project: Project, threads: dict[str, Thread]) -> str:
         """The session's thread; else the one linked to the checked-out branch; else the root."""
@@ -356,22 +355,35 @@ class ThreadService:
         return roots[0].id
 
     def _cursor(self, prov: Provenance) -> tuple[str | None, str | None]:
-        row = self._store.read(
-            lambda r: r.one(
-                "SELECT project, thread FROM thread_cursors WHERE session_id = :s AND repo = :r",
-                {"s": prov.session_id or "", "r": str(repo_of(prov))},
-            )
-        )
-        return (row["project"], row["thread"]) if row else (None, None)
+        return cursor(self._store, prov, repo_of(prov))
 
     def _set_cursor(self, prov: Provenance, project: str, thread: str | None) -> None:
-        self._store.write(
-            lambda w: w.execute(
-                "INSERT INTO thread_cursors (session_id, repo, project, thread, updated_at) "
-                "VALUES (:s, :r, :p, :t, :now) ON CONFLICT (session_id, repo) DO UPDATE SET "
-                "project = :p, thread = :t, updated_at = :now",
-                {"s": prov.session_id or "", "r": str(repo_of(prov)), "p": project, "t": thread, "now": now_ms()},
-            )
+        set_cursor(self._store, prov, repo_of(prov), project, thread)
+
+
+def _check_size(text: str, most: int) -> None:
+    """Refuse at once a text the summary could never hold (the thread is checked whole later)."""
+    if len(text) > most:
+        what = "a summary" if most == MAX_SUMMARY_CHARS else "a section"
+        raise InvalidInput(f"{what} is at most {most:,} characters ({len(text):,} given): nothing was written")
+
+
+def _check_new_project(files: Repository, project_id: str) -> None:
+    """Before a new project's file is written: its thread paths are refused now if they would be
+    later, and a folder of threads whose project file is missing is never taken over."""
+    threads = ThreadFiles(files, project_id)
+    threads.check()
+    try:
+        if files.read_text(f"{PROJECTS}/{project_id}.yaml") is not None:
+            return  # the name is taken: the project file is not written there, and the next name tried
+    except InvalidInput:
+        return  # likewise (a file that cannot be read holds its name)
+    found, problems = threads.load()
+    held = sorted(found) + sorted(threads.names(problems))
+    if held:
+        raise InvalidInput(
+            f"{threads.rel_of(held[0]).rsplit('/', 1)[0]} already holds threads ({', '.join(held[:5])}) of a project "
+            f"whose file {PROJECTS}/{project_id}.yaml is missing: restore it (git) or choose another title"
         )
 
 

@@ -6,9 +6,13 @@ from dataclasses import dataclass
 from typing import Final
 
 from threadloom.errors import InvalidInput, NotFound
-from threadloom.threads.model import INHERITED, Thread
+from threadloom.threads.model import INHERITED, MAX_SYSTEM_CONTEXT_CHARS, SECTIONS, Summary, Thread
 
 CHARS_PER_TOKEN: Final = 4  # a rough estimate, good enough to budget with
+DEFAULT_MAX_TOKENS: Final = 25_000  # a context's budget when the caller names none
+# The active thread's sections a budget cuts, in this order, once every ancestor is out; its Decisions
+# and Constraints stay (cut only at their end when nothing else is left).
+CUT_FIRST: Final = ("Open questions", "State", "Next steps")
 
 
 def estimate_tokens(text: str) -> int:
@@ -30,11 +34,28 @@ class Tree:
         return sorted(kids, key=lambda t: (t.created_at, t.id))
 
     def roots(self) -> list[Thread]:
-        """Threads with no parent, or whose parent is missing (its file deleted or broken)."""
-        return sorted(
-            (t for t in self.threads.values() if t.parent is None or t.parent not in self.threads),
-            key=lambda t: (t.created_at, t.id),
-        )
+        """Threads with no parent, or whose parent is missing (its file deleted or broken), then the
+        oldest thread of each parent cycle (hand-made), so that no thread drops out of the tree."""
+        tops = [t for t in self.threads.values() if t.parent is None or t.parent not in self.threads]
+        entries = [self.threads[cycle[0]] for cycle in self.cycles()]
+        return sorted(tops, key=_age) + entries
+
+    def cycles(self) -> list[list[str]]:
+        """Each parent cycle, oldest thread first, then each one's parent in turn."""
+        found: list[list[str]] = []
+        done: set[str] = set()
+        for start in sorted(self.threads):
+            path: list[str] = []
+            at: str | None = start
+            while at is not None and at in self.threads and at not in done and at not in path:
+                path.append(at)
+                at = self.threads[at].parent
+            if at is not None and at in path:
+                cycle = path[path.index(at) :]
+                first = cycle.index(min(cycle, key=lambda i: _age(self.threads[i])))
+                found.append(cycle[first:] + cycle[:first])
+            done.update(path)
+        return sorted(found, key=lambda c: _age(self.threads[c[0]]))
 
     def ancestors(self, thread_id: str) -> list[Thread]:
         """Parent first, root last; a cycle in hand-edited files stops the walk instead of looping."""
@@ -75,6 +96,8 @@ class Tree:
 
         def walk(thread: Thread, prefix: str, last: bool, top: bool, seen: set[str]) -> None:
             marks = [thread.status] if thread.status != "active" else []
+            if top and thread.parent is not None and thread.parent in self.threads:
+                marks.append("parent cycle")
             if thread.branch:
                 marks.append(f"branch {thread.branch}")
             label = (
@@ -96,12 +119,17 @@ class Tree:
         return "\n".join(lines)
 
 
+def _age(t: Thread) -> tuple[int, str]:
+    return (t.created_at, t.id)
+
+
 @dataclass(frozen=True)
 class Context:
     text: str
     tokens: int
     threads: tuple[str, ...]  # active first, then the ancestors included
     left_out: tuple[str, ...]  # ancestors the budget did not fit, farthest first
+    caveats: tuple[str, ...] = ()  # what was cut, and where to read it whole
 
 
 def assemble(
@@ -111,29 +139,90 @@ def assemble(
     system_context: str = "",
     max_tokens: int | None = None,
     warnings: tuple[str, ...] = (),
+    folder: str = ".threadloom/threads",
 ) -> Context:
     """The active thread's whole summary plus only the Decisions and Constraints of its ancestors
-    (siblings stay out). Over `max_tokens`, the farthest ancestors are left out first."""
+    (siblings stay out), within `max_tokens` (default DEFAULT_MAX_TOKENS) for the whole text. Over
+    it, the farthest ancestors go first, then the active thread's sections in CUT_FIRST order, then
+    the text is cut at its end; the context and its caveats name each cut and where to read it all."""
+    budget = max(1, DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens) * CHARS_PER_TOKEN
     thread = tree.get(active)
-    ancestors = tree.ancestors(active)  # nearest first
-    head = f"## System context\n{system_context.strip()}\n\n---\n" if system_context.strip() else ""
-
-    def block(t: Thread, whole: bool) -> str:
-        title = f"## Thread: {t.title}" + (" (active)" if whole else "")
-        body = t.summary.render() if whole else t.summary.render(only=INHERITED)
-        notes = "".join(f"_⚠ {w}_\n" for w in warnings) if whole else ""
-        return f"{title}\n{notes}{body}".rstrip() + "\n"
-
-    active_block = block(thread, True)
-    kept = list(ancestors)
+    kept = tree.ancestors(active)  # nearest first
+    sections = dict(thread.summary.sections)
+    cuttable = [n for n in sections if n not in SECTIONS][::-1] + [n for n in CUT_FIRST if n in sections]
+    whole = f"threadloom://thread/{thread.id} (or {folder}/{thread.id}.md) has the whole summary"
+    system = system_context.strip()
     left_out: list[str] = []
-    while True:
-        blocks = [block(a, False) for a in reversed(kept) if a.summary.render(only=INHERITED)]
-        text = head + "\n---\n".join([*blocks, active_block])
-        footer = f"\n---\n_threadloom context for {project_title}: ~{{tokens}} tokens, {len(kept) + 1} thread(s)_\n"
-        tokens = estimate_tokens(text + footer)
-        if max_tokens is None or tokens <= max_tokens or not kept:
+    dropped: list[str] = []
+    system_cut = len(system) > MAX_SYSTEM_CONTEXT_CHARS  # a hand-edited project file
+    system = _cut(system, MAX_SYSTEM_CONTEXT_CHARS)
+
+    def compose(cut_end: bool = False) -> tuple[str, str, list[str]]:
+        """The body, the footer (with a short note of the cuts; `{tokens}` is filled in at the end),
+        and the cuts said in full."""
+        said, short = [], []
+        if system_cut:
+            said.append("cut the project's system context: thread_project lists it whole")
+            short.append("system context")
+        if left_out:
+            said.append(
+                f"left out the Decisions and Constraints of the ancestors {', '.join(left_out)} (farthest first): "
+                "a larger max_tokens brings them back; threadloom://thread/<id> shows each"
+            )
+            short.append(f"ancestors {', '.join(left_out)}")
+        if dropped:
+            said.append(f"left out {', '.join(dropped)} of {thread.id}: {whole}")
+            short.append(f"{', '.join(dropped)} of {thread.id}")
+        if cut_end:
+            said.append(f"cut the end of the context (of {thread.id}'s Decisions and Constraints): {whole}")
+            short.append("the end")
+        where = f"threadloom://thread/{thread.id} has it all" if dropped or cut_end else "threadloom://thread/<id>"
+        head = f"## System context\n{system}\n\n---\n" if system else ""
+        blocks = [_block(a, a.summary.render(only=INHERITED)) for a in reversed(kept)]
+        notes = "".join(f"_⚠ {w}_\n" for w in warnings)
+        blocks.append(_block(thread, Summary(sections).render(), notes, active=True))
+        cut = f"_⚠ cut to fit ~{budget // CHARS_PER_TOKEN} tokens: {'; '.join(short)} ({where})_\n" if short else ""
+        size = f"~{{tokens}} tokens, {len(kept) + 1} thread(s)"
+        footer = f"\n---\n{cut}_threadloom context for {project_title}: {size}_\n"
+        return head + "\n---\n".join(b for b in blocks if b), footer, said
+
+    body, footer, said = compose()
+    while len(body) + len(footer) > budget and (kept or cuttable):
+        if kept:
+            left_out.append(kept.pop().id)  # the farthest: the root end of the chain
+        else:
+            name = cuttable.pop(0)
+            del sections[name]
+            dropped.append(name)
+        body, footer, said = compose()
+    if len(body) + len(footer) > budget and system:  # then the standing instructions, before Decisions
+        system_cut, system = True, ""
+        body, footer, said = compose()
+    if len(body) + len(footer) > budget:
+        body, footer, said = compose(cut_end=True)
+        body = _cut(body, budget - len(footer))
+    tokens = estimate_tokens(body + footer)
+    text = body + footer.replace("{tokens}", str(tokens))  # not format(): a title may hold braces
+    return Context(text, tokens, (active, *[a.id for a in kept]), tuple(left_out), tuple(said))
+
+
+def _block(t: Thread, body: str, notes: str = "", active: bool = False) -> str:
+    """One thread's part of the context; an ancestor with nothing to pass down has none."""
+    if not body and not active:
+        return ""
+    return f"## Thread: {t.title}{' (active)' if active else ''}\n{notes}{body}".rstrip() + "\n"
+
+
+def _cut(text: str, chars: int) -> str:
+    """At most `chars` characters of `text`'s start, ended at a line's (or a word's) end, marked as cut."""
+    mark = "\n…\n"
+    if len(text) <= chars:
+        return text
+    room = max(0, chars - len(mark))
+    kept = text[: room + 1]
+    for end in ("\n", " "):  # at a line's end, else at a word's
+        if end in kept:
+            kept = kept[: kept.rindex(end)]
             break
-        left_out.append(kept.pop().id)  # the farthest: the root end of the chain
-    text += footer.format(tokens=tokens)
-    return Context(text, tokens, (active, *[a.id for a in kept]), tuple(left_out))
+    kept = kept[:room].rstrip()
+    return kept + mark if kept else ""

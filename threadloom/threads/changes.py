@@ -1,0 +1,86 @@
+"""A change to a project's threads, all or nothing: the new state of each thread is validated whole
+(every section, the whole file, its search entry) before the first byte is written; then the files
+are written in the order given, each atomically, and indexed in one transaction. A failure after
+the first file is written puts back every file already written, so a refused change leaves the
+files as they were.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import suppress
+
+from threadloom.errors import InvalidInput, ThreadloomError
+from threadloom.identity import Provenance
+from threadloom.search.engine import SearchEngine
+from threadloom.search.model import Document
+from threadloom.sessions import record_event
+from threadloom.store.base import Store, Writer
+from threadloom.threads.files import ThreadFiles, checked
+from threadloom.threads.model import Thread
+
+
+class Changes:
+    def __init__(self, store: Store, engine: SearchEngine) -> None:
+        self._store = store
+        self._engine = engine
+
+    def save(self, files: ThreadFiles, prov: Provenance, threads: Sequence[Thread]) -> None:
+        """Replace the files of `threads`, in order (call inside `files.locked()`). Put the one whose
+        change says the others are done (a merged child's status) last."""
+        texts = [checked(t) for t in threads]
+        docs = [_document(files.project, prov, t) for t in threads]
+        written: list[tuple[str, str | None]] = []
+        try:
+            for thread, text in zip(threads, texts, strict=True):
+                before = files.raw(thread.id)
+                files.put(thread.id, text)
+                written.append((thread.id, before))
+            self._index(files.project, prov, docs)
+        except BaseException:
+            _put_back(files, written)
+            raise
+
+    def create(self, files: ThreadFiles, prov: Provenance, thread: Thread) -> bool:
+        """Write a new thread's file and index it; False, writing nothing, when a file of its name
+        exists (readable or not: it is never replaced)."""
+        text = checked(thread)
+        doc = _document(files.project, prov, thread)
+        if not files.put(thread.id, text, replace=False):
+            return False
+        try:
+            self._index(files.project, prov, [doc])
+        except BaseException:
+            _put_back(files, [(thread.id, None)])
+            raise
+        return True
+
+    def _index(self, project: str, prov: Provenance, docs: list[Document]) -> None:
+        def tx(w: Writer) -> None:
+            for doc in docs:
+                self._engine.index(w, doc)
+                record_event(w, prov, "thread.written", {"project": project, "thread": doc.ref.split("/", 1)[1]})
+
+        self._store.write(tx)
+
+
+def _document(project: str, prov: Provenance, thread: Thread) -> Document:
+    try:
+        return Document(
+            kind="thread",
+            ref=f"{project}/{thread.id}",
+            body=thread.summary.render() or thread.title,
+            title=thread.title,
+            project=prov.project,
+            status=thread.status,
+            source=thread.author,
+        )
+    except InvalidInput as exc:  # the thread's own checks come first: this is a limit they do not know
+        raise InvalidInput(f"{thread.id} cannot be indexed: {exc.message}") from None
+
+
+def _put_back(files: ThreadFiles, written: list[tuple[str, str | None]]) -> None:
+    """Restore the files already written, the last first, as they were read before."""
+    for thread_id, before in reversed(written):
+        with suppress(ThreadloomError):  # the first failure is the one to report
+            files.restore(thread_id, before)
