@@ -136,6 +136,8 @@ async def test_a_bom_is_read_and_a_parent_cycle_is_reported_by_name_not_lost(hom
         (folder / "ball.md").write_text(thread_file("ball", "ping"))
         view = structured(await client.call_tool("thread_context", {}))
         switched = structured(await client.call_tool("thread_context", {"thread_id": "ball"}))
+        missing = await client.call_tool("thread_context", {"thread_id": "nope"})  # a refused switch moves nothing
+        still = structured(await client.call_tool("thread_context", {}))
         resource = (await client.read_resource("threadloom://tree")).contents[0]
     assert "edited" in view["tree"] and "windows" in view["tree"]
     for name in ("ping", "pong", "ball"):
@@ -143,6 +145,8 @@ async def test_a_bom_is_read_and_a_parent_cycle_is_reported_by_name_not_lost(hom
     [cycle] = view["problems"]
     assert "cycle" in cycle["error"] and "ping" in cycle["error"] and "pong" in cycle["error"]
     assert switched["threads"] == ["ball", "ping", "pong"] and "- ball work" in switched["context"]
+    assert missing.is_error and "no thread 'nope'" in str(missing.structured_content)
+    assert still["threads"] == ["ball", "ping", "pong"]
     assert "cycle" in getattr(resource, "text", "")
     shown = cli(home, "thread", "tree", THREADLOOM_ROOT=str(repo), THREADLOOM_SESSION_ID="s1")
     assert shown.returncode == 0, shown.stderr

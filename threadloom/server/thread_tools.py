@@ -48,8 +48,8 @@ async def thread_context(
         Field(
             ge=100,
             le=100_000,
-            description=f"Budget for all returned (default {DEFAULT_MAX_TOKENS:,}): the farthest ancestors go "
-            "first, then the active thread's sections but Decisions and Constraints.",
+            description=f"Budget for all returned (default {DEFAULT_MAX_TOKENS:,}); cuts ancestors first, "
+            "then the active thread's sections but Decisions and Constraints.",
         ),
     ] = None,
 ) -> dict[str, Any]:
@@ -58,7 +58,7 @@ async def thread_context(
     Call it at the start of a session, after the context was cleared, or to switch threads.
 
     Returns {context (Markdown), tokens, threads: [active, ancestors...], left_out: [...], tree, problems,
-    caveats: [what the budget cut, and where to read it]}.
+    caveats: [what was cut, where to read it]}.
     """
     runtime, prov = await caller(ctx)
     budget = max_tokens or DEFAULT_MAX_TOKENS
@@ -154,8 +154,7 @@ async def thread_summary(
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Record what was decided and where things stand, in the thread file committed with the code.
-    Keep it short: decisions with their reasons, constraints, state, open questions, next steps (a
-    section is at most 20,000 characters, a summary 60,000; what is refused is not written).
+    Keep it short: decisions with their reasons, constraints, state, open questions, next steps.
 
     Returns {id, title, parent, status, branch, sections: [...]}.
     """

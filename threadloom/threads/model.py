@@ -179,8 +179,8 @@ class Thread:
             raise InvalidInput(f"an outcome (a status change's reason) is at most {MAX_REASON_CHARS:,} characters")
         if self.branch is not None and len(self.branch) > MAX_BRANCH_CHARS:
             raise InvalidInput(f"a branch name is at most {MAX_BRANCH_CHARS} characters")
-        if not self.author.strip() or len(self.author) > MAX_AUTHOR_CHARS:
-            raise InvalidInput(f"an author is 1-{MAX_AUTHOR_CHARS} characters")
+        if len(self.author) > MAX_AUTHOR_CHARS:
+            raise InvalidInput(f"an author is at most {MAX_AUTHOR_CHARS} characters")
 
     def touched(self, now: int, **changes: object) -> Thread:
         """A copy with `changes`, its updated time strictly after the previous one."""

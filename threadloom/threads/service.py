@@ -53,7 +53,7 @@ class ThreadService:
     # projects
 
     def create_project(self, prov: Provenance, title: str, system_context: str = "", mode: str = "solo") -> Project:
-        repo = repo_of(prov)
+        repo, title = repo_of(prov), " ".join(title.split())  # one line: it heads every context
         if mode not in MODES:
             raise InvalidInput("mode is solo or team")
         if not title.strip() or len(title) > MAX_TITLE:
@@ -139,7 +139,7 @@ class ThreadService:
     def create(self, prov: Provenance, title: str, parent: str | None = None) -> Thread:
         """A child of `parent` (default: the active thread); on a feature branch, linked to it. Its id
         is one no file holds: a file that could not be read (broken, conflict-marked) is never replaced."""
-        repo, project = repo_of(prov), self.project(prov)
+        repo, project, title = repo_of(prov), self.project(prov), " ".join(title.split())
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, problems = files.load()
@@ -168,17 +168,17 @@ class ThreadService:
         return Tree(threads).get(check_thread_id(chosen))
 
     def switch(self, prov: Provenance, thread_id: str, max_tokens: int | None = None) -> Context:
-        project = self.project(prov)
-        threads, _ = ThreadFiles(repo_of(prov), project.id).load()
-        Tree(threads).get(check_thread_id(thread_id))
-        self._set_cursor(prov, project.id, thread_id)
-        return self.context(prov, max_tokens)
+        """`thread_id`'s context; then it is the session's thread (a failure leaves the session where it was)."""
+        context = self.context(prov, max_tokens, check_thread_id(thread_id))
+        self._set_cursor(prov, self.project(prov).id, thread_id)
+        return context
 
-    def context(self, prov: Provenance, max_tokens: int | None = None) -> Context:
-        """Assembled from the active thread's file and its ancestors' only, however large the tree."""
+    def context(self, prov: Provenance, max_tokens: int | None = None, thread_id: str | None = None) -> Context:
+        """Assembled from the active thread's file (or `thread_id`'s) and its ancestors' only, however
+        large the tree."""
         repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
-        chain = self._active_chain(prov, project, files)
+        chain = files.chain(thread_id) if thread_id else self._active_chain(prov, project, files)
         thread = chain[0]
         warnings = []
         if thread.commit and thread.paths:
