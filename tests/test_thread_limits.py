@@ -125,6 +125,7 @@ async def test_every_thread_argument_and_the_system_context_have_a_limit(home: P
         assert snapshot(repo) == before
 
 
+@pytest.mark.slow  # 300 thread files
 async def test_the_context_budget_covers_everything_returned(home: Path, tmp_path: Path) -> None:
     repo = make_repo(tmp_path)
     params = serve_params(home, "--in-process", THREADLOOM_ROOT=str(repo))
@@ -138,6 +139,21 @@ async def test_the_context_budget_covers_everything_returned(home: Path, tmp_pat
         await client.call_tool("thread_summary", {"text": "- PCI: no card numbers", "section": "Constraints"})
         whole = structured(await client.call_tool("thread_context", {}))
         small = structured(await client.call_tool("thread_context", {"max_tokens": 500}))
+        resource = (await client.read_resource("threadloom://context?max_tokens=500")).contents[0]
+        folder = repo / ".threadloom/threads/shop"
+        for n in range(300):  # a large tree, made by hand
+            (folder / f"topic-{n}.md").write_text(
+                f"---\nid: topic-{n}\ntitle: Topic {n}\nparent: main\nstatus: active\nauthor: ana\n"
+                "created: 2026-01-01T00:00:00Z\nupdated: 2026-01-01T00:00:00Z\n---\n"
+            )
+        (folder / "broken.md").write_text("not a thread")
+        crowded = structured(await client.call_tool("thread_context", {"max_tokens": 1_000}))
+    assert len(json.dumps(crowded, ensure_ascii=False)) / 4 <= 1_000
+    assert crowded["tree"].startswith("main\n") and "topic-299" not in crowded["tree"]
+    assert any("threadloom://tree" in c for c in crowded["caveats"])
+    assert len(getattr(resource, "text", "")) / 4 <= 500 and "threadloom://thread/checkout" in getattr(
+        resource, "text", ""
+    )
     assert whole["tokens"] > 10_000 and not whole.get("caveats")
     returned = json.dumps(small, ensure_ascii=False)
     assert len(returned) / 4 <= 500, len(returned)
