@@ -46,11 +46,13 @@ class Tree:
         done: set[str] = set()
         for start in sorted(self.threads):
             path: list[str] = []
+            on_path: set[str] = set()
             at: str | None = start
-            while at is not None and at in self.threads and at not in done and at not in path:
+            while at is not None and at in self.threads and at not in done and at not in on_path:
                 path.append(at)
+                on_path.add(at)
                 at = self.threads[at].parent
-            if at is not None and at in path:
+            if at is not None and at in on_path:
                 cycle = path[path.index(at) :]
                 first = cycle.index(min(cycle, key=lambda i: _age(self.threads[i])))
                 found.append(cycle[first:] + cycle[:first])
