@@ -43,6 +43,7 @@ class NoteService:
         """A note on a thread (default: the active one); an idle or finished thread is reopened."""
         if kind not in NOTE_KINDS:
             raise InvalidInput(f"a note kind is one of {', '.join(NOTE_KINDS)}")
+        _check_text(text)  # before the thread is reopened: a refused note changes nothing
         thread = self._threads.thread(prov, thread_id)
         reopened = thread.status != "active"
         if reopened:
@@ -73,8 +74,7 @@ class NoteService:
         return [Note(**row) for row in rows]
 
     def _add(self, prov: Provenance, text: str, kind: str, thread: str | None) -> Note:
-        if not text.strip() or len(text) > MAX_NOTE_CHARS:
-            raise InvalidInput(f"a note is 1-{MAX_NOTE_CHARS:,} characters")
+        _check_text(text)
         if thread is not None:
             check_thread_id(thread)
         project = self._threads.project(prov)
@@ -113,3 +113,8 @@ class NoteService:
             return Note(note_id, thread, kind, text, now)
 
         return self._store.write(tx)
+
+
+def _check_text(text: str) -> None:
+    if not text.strip() or len(text) > MAX_NOTE_CHARS:
+        raise InvalidInput(f"a note is 1-{MAX_NOTE_CHARS:,} characters")
