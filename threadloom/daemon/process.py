@@ -27,14 +27,17 @@ from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.daemon import protocol
 from threadloom.errors import ThreadloomError
 from threadloom.home import try_lock
+from threadloom.identity import Identity, Provenance, detect_vendor, project_root, session_id_from
 from threadloom.runtime import Runtime, open_runtime
+from threadloom.search.embedders import search_report
 from threadloom.server.app import ThreadloomServer, build_server
 from threadloom.server.connection import ConnectionState, forwarded_env
-from threadloom.server.transport import open_connection, serve_stream
+from threadloom.server.transport import bound_log_records, open_connection, serve_stream
 from threadloom.store.sqlite import ensure_private_dir
 
 log = logging.getLogger(__name__)
 IDLE_CHECK_S = 0.5
+RECALL_MODEL_WAIT_S = 60.0  # a control recall waits this long for a model still loading
 
 
 class Daemon:
@@ -138,7 +141,7 @@ class Daemon:
                 return
             kind = header.get("kind")
             if kind == protocol.CONTROL:
-                await stream.send(protocol.encode(await self._control(str(header.get("op")))))
+                await stream.send(protocol.encode(await self._control(str(header.get("op")), header)))
                 return
             if kind != protocol.HELLO:
                 return
@@ -182,7 +185,9 @@ class Daemon:
         except ThreadloomError as exc:
             return exc.message
 
-    async def _control(self, op: str) -> dict[str, Any]:
+    async def _control(self, op: str, header: dict[str, Any]) -> dict[str, Any]:
+        if op == "recall":
+            return await self._recall(header)
         if op == "stop":
             self.retire(force=True)
             return {"ok": True, "pid": os.getpid()}
@@ -203,11 +208,45 @@ class Daemon:
             }
         return {"ok": False, "error": f"unknown control op {op!r}"}
 
+    async def _recall(self, header: dict[str, Any]) -> dict[str, Any]:
+        """`threadloom memory recall` run here, where the model is warm: the tool's recall, acting for the
+        caller's identity in the caller's folder. Loads the model first if no session has yet."""
+        self._last_activity = time.monotonic()
+        runtime, s = self.runtime, self.runtime.settings
+        raw_env = header.get("env")
+        env = forwarded_env({str(k): str(v) for k, v in raw_env.items()}) if isinstance(raw_env, dict) else {}
+        k, as_of = header.get("k"), header.get("as_of")
+        try:
+            who = Identity.of(env, s.user, s.author, s.org)
+            prov = Provenance(
+                session_id=session_id_from(env.get("THREADLOOM_SESSION_ID")),
+                vendor=detect_vendor(None, env),
+                project=str(project_root(env, [], str(header.get("cwd") or "/"))),
+                user=who.user,
+                author=who.author,
+                org=who.org,
+            )
+            runtime.start_embedder()
+            await runtime.call(runtime.embedder.get, RECALL_MODEL_WAIT_S)
+            result = await runtime.call(
+                runtime.recall.recall,
+                str(header.get("query", "")),
+                prov,
+                k=k if isinstance(k, int) else 10,
+                verbosity=str(header.get("verbosity", "full")),
+                read_only=bool(header.get("read_only")),
+                as_of=as_of if isinstance(as_of, int) else None,
+            )
+        except ThreadloomError as exc:  # the caller's mistake (or a busy store): shown to them, not a fallback
+            return {"ok": False, "refused": True, "error": exc.message}
+        return {"ok": True, "pid": os.getpid(), "search": search_report(s, runtime.embedder), "result": result}
+
 
 def main(lock_fd: int | None = None) -> int:
     """`threadloom daemon run`: settings, logging, then the daemon. `lock_fd` is the daemon lock if already taken."""
     settings = load_settings()
     configure_logging(settings)
+    bound_log_records()
     return run_daemon(settings, lock_fd)
 
 

@@ -12,10 +12,11 @@ from threadloom.errors import ThreadloomError
 from threadloom.runtime import open_runtime
 from threadloom.server.app import build_server
 from threadloom.server.connection import forwarded_env
-from threadloom.server.transport import open_connection, serve_stdio
+from threadloom.server.transport import bound_log_records, open_connection, serve_stdio
 
 
 def serve_in_process(settings: Settings) -> int:
+    bound_log_records()
     runtime = open_runtime(settings, "in-process")
     try:
         server = build_server(runtime)

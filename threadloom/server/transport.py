@@ -1,19 +1,34 @@
-"""Serving one MCP connection: over this process's stdio, or over a daemon socket stream."""
+"""Serving one MCP connection: over this process's stdio, or over a daemon socket stream.
+
+Both read newline-delimited JSON-RPC through one `LineReader` and `serve_lines`: a line the SDK
+cannot take is answered here (`daemon/jsonrpc.py`), a line over the size limit is skipped and
+answered, and a session is read only while it has fewer than `MAX_IN_FLIGHT` requests unanswered.
+"""
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import json
 import logging
+import os
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
+import anyio.to_thread
 import mcp_types as types
-from anyio.abc import ByteStream
+from anyio.abc import ByteReceiveStream, ByteSendStream, ByteStream
 from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.runner import serve_dual_era_loop
-from mcp.server.stdio import stdio_server
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
+from pydantic import ValidationError
 
+from threadloom.daemon import jsonrpc
 from threadloom.errors import InvalidInput
 from threadloom.identity import parent_session_from, project_root, session_id_from
 from threadloom.server.app import ThreadloomServer, toolset_for
@@ -21,7 +36,12 @@ from threadloom.server.connection import ConnectionState
 
 log = logging.getLogger(__name__)
 
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+MAX_MESSAGE_BYTES = jsonrpc.MAX_MESSAGE_BYTES
+# Requests of one session being worked on or waiting for their answer to be read. Agents make a few calls
+# at once; a session at the limit is not read until one is answered and its answer taken.
+MAX_IN_FLIGHT = 64
+LOGGED_REFUSALS = 5  # per session: a client sending garbage in a loop must not fill the log
+MAX_LOG_CHARS = 2000
 
 
 def open_connection(
@@ -64,44 +84,169 @@ async def _serve(server: ThreadloomServer, read_stream: object, write_stream: ob
             await state.end()
 
 
-async def serve_stdio(server: ThreadloomServer, state: ConnectionState) -> None:
-    async with stdio_server() as (read_stream, write_stream):
-        await _serve(server, read_stream, write_stream, state)
+@dataclass(frozen=True)
+class Oversized:
+    """A line over the limit, of which only both ends were kept."""
+
+    head: bytes
+    tail: bytes
+    size: int
 
 
-async def serve_stream(
-    server: ThreadloomServer, stream: ByteStream, state: ConnectionState, buffered: BufferedByteReceiveStream
+class LineReader:
+    """Newline-delimited messages from a byte stream; a line over `limit` is skipped, never held whole."""
+
+    def __init__(self, stream: ByteReceiveStream, pending: bytes = b"", limit: int = MAX_MESSAGE_BYTES) -> None:
+        self._stream = stream
+        self._buffer = bytearray(pending)
+        self._scanned = 0
+        self._limit = limit
+
+    async def next(self) -> bytes | Oversized | None:
+        """The next line without its newline, or None at the end of the stream."""
+        while True:
+            at = self._buffer.find(b"\n", self._scanned)
+            if at >= 0:
+                line = bytes(self._buffer[:at])
+                del self._buffer[: at + 1]
+                self._scanned = 0
+                if len(line) > self._limit:
+                    window = jsonrpc.WINDOW_BYTES
+                    return Oversized(line[:window], line[-window:], len(line))
+                return line
+            self._scanned = len(self._buffer)
+            if len(self._buffer) > self._limit:
+                return await self._skip_line()
+            chunk = await self._receive()
+            if chunk is None:
+                line, self._buffer = bytes(self._buffer), bytearray()
+                return line or None
+            self._buffer += chunk
+
+    async def _skip_line(self) -> Oversized:
+        window = jsonrpc.WINDOW_BYTES
+        head, tail, size = bytes(self._buffer[:window]), bytes(self._buffer[-window:]), len(self._buffer)
+        self._buffer, self._scanned = bytearray(), 0
+        while (chunk := await self._receive()) is not None:
+            at = chunk.find(b"\n")
+            if at >= 0:
+                self._buffer += chunk[at + 1 :]
+                return Oversized(head, (tail + chunk[:at])[-window:], size + at)
+            tail, size = (tail + chunk)[-window:], size + len(chunk)
+        return Oversized(head, tail, size)
+
+    async def _receive(self) -> bytes | None:
+        try:
+            return await self._stream.receive()
+        except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+            return None
+
+
+class _InFlight:
+    """The requests a session sent that have not been answered yet. At `MAX_IN_FLIGHT` its next request waits
+    (and with it, everything behind it in its own stream), so a session that never reads its answers holds
+    a bounded amount of memory and work and pauses alone, never the others."""
+
+    def __init__(self, limit: int) -> None:
+        self._slots = anyio.Semaphore(limit)
+        self._ids: dict[str | int, int] = {}
+
+    async def admit(self, request_id: str | int) -> None:
+        await self._slots.acquire()
+        self._ids[request_id] = self._ids.get(request_id, 0) + 1
+
+    def settle(self, request_id: object) -> None:
+        if not isinstance(request_id, str | int) or request_id not in self._ids:
+            return
+        self._ids[request_id] -= 1
+        if not self._ids[request_id]:
+            del self._ids[request_id]
+        self._slots.release()
+
+
+class _Output:
+    """Whole lines to the peer, one at a time (the SDK's answers and the transport's own)."""
+
+    def __init__(self, stream: ByteSendStream) -> None:
+        self._stream = stream
+        self._lock = anyio.Lock()
+        self.open = True
+
+    async def send(self, data: bytes) -> None:
+        async with self._lock:
+            if not self.open:
+                return
+            try:
+                await self._stream.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self.open = False
+
+
+def _has_top_level_id(line: bytes) -> bool:
+    try:
+        value = json.loads(line)
+    except (ValueError, RecursionError):
+        return False
+    return isinstance(value, dict) and "id" in value
+
+
+async def serve_lines(
+    server: ThreadloomServer, reader: LineReader, writer: ByteSendStream, state: ConnectionState
 ) -> None:
-    """Serve newline-delimited JSON-RPC on a byte stream until the peer closes it."""
+    """Serve one MCP session over newline-delimited JSON-RPC until the peer closes its side."""
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
+    output, in_flight, refusals = _Output(writer), _InFlight(MAX_IN_FLIGHT), [0]
+
+    async def refuse(refusal: jsonrpc.Refusal, line: bytes | None) -> None:
+        refusals[0] += 1
+        if refusals[0] <= LOGGED_REFUSALS:
+            shown = f": {jsonrpc.excerpt(line)}" if line is not None else ""
+            log.warning("refused a message (%s)%s", refusal.reason, shown)
+            if refusals[0] == LOGGED_REFUSALS:
+                log.warning("this session's further refused messages are not logged")
+        for reply in refusal.replies:
+            await output.send(reply)
 
     async def pump_in() -> None:
         async with read_writer:
-            while True:
-                try:
-                    line = await buffered.receive_until(b"\n", MAX_MESSAGE_BYTES)
-                except (anyio.EndOfStream, anyio.IncompleteRead, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    return
-                except anyio.DelimiterNotFound:
-                    log.warning("a message over %d bytes; closing the connection", MAX_MESSAGE_BYTES)
-                    return
+            while (line := await reader.next()) is not None:
+                if isinstance(line, Oversized):
+                    refusal = jsonrpc.oversized(line.head, line.tail, line.size)
+                    if refusal is None:
+                        log.warning(
+                            "closing a session: a %d-byte message over the limit, whose id could not be found "
+                            "to answer it: %s",
+                            line.size,
+                            jsonrpc.excerpt(line.head),
+                        )
+                        return
+                    await refuse(refusal, None)
+                    continue
                 if not line.strip():
                     continue
                 try:
                     message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                except Exception as exc:  # noqa: BLE001 - the SDK answers a parse error itself
-                    await read_writer.send(exc)
+                    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line and _has_top_level_id(line):
+                        raise ValueError("a request whose id is neither a string nor an integer")
+                except ValueError as exc:  # pydantic's ValidationError is one
+                    detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) and exc.errors() else str(exc)
+                    await refuse(jsonrpc.diagnose(line, detail), line)
                     continue
+                if isinstance(message, types.JSONRPCRequest):
+                    await in_flight.admit(message.id)
+                elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                    in_flight.settle((message.params or {}).get("requestId"))
                 await read_writer.send(SessionMessage(message))
 
     async def pump_out() -> None:
         async with write_reader:
             async for message in write_reader:
                 data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                try:
-                    await stream.send(data.encode() + b"\n")
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                await output.send(data.encode() + b"\n")
+                if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
+                    in_flight.settle(message.message.id)
+                if not output.open:
                     return
 
     async with anyio.create_task_group() as tg:
@@ -109,3 +254,90 @@ async def serve_stream(
         tg.start_soon(pump_out)
         await _serve(server, read_stream, write_stream, state)
         tg.cancel_scope.cancel()
+
+
+async def serve_stream(
+    server: ThreadloomServer, stream: ByteStream, state: ConnectionState, buffered: BufferedByteReceiveStream
+) -> None:
+    """Serve a daemon socket stream, after its greeting (`buffered` may hold what followed it)."""
+    await serve_lines(server, LineReader(stream, buffered.buffer), stream, state)
+
+
+class _Stdio(ByteStream):
+    """This process's stdin and stdout as one byte stream. While it serves, fd 0 reads /dev/null and fd 1
+    writes to stderr, so nothing else (a child, a stray print) reads or writes the protocol's channel.
+    stdin is read by a daemon thread, which never keeps the process from exiting."""
+
+    def __init__(self) -> None:
+        self._in = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
+        self._out = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(2, 1)
+        self._writes = anyio.CapacityLimiter(1)
+        self._chunks_in, self._chunks = anyio.create_memory_object_stream[bytes](4)
+        token = anyio.lowlevel.current_token()
+        threading.Thread(target=self._read, args=(token,), daemon=True, name="stdin").start()
+
+    def _read(self, token: anyio.lowlevel.EventLoopToken) -> None:
+        with contextlib.suppress(OSError, RuntimeError, anyio.BrokenResourceError, anyio.ClosedResourceError):
+            while True:
+                data = os.read(self._in, 65536)
+                anyio.from_thread.run(self._chunks_in.send, data, token=token)
+                if not data:
+                    return
+
+    async def receive(self, max_bytes: int = 65536) -> bytes:
+        data = await self._chunks.receive()
+        if not data:
+            raise anyio.EndOfStream
+        return data
+
+    async def send(self, item: bytes) -> None:
+        await anyio.to_thread.run_sync(_write_all, self._out, item, limiter=self._writes, abandon_on_cancel=True)
+
+    async def send_eof(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        self._chunks.close()
+        os.dup2(self._in, 0)
+        os.dup2(self._out, 1)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+async def serve_stdio(server: ThreadloomServer, state: ConnectionState) -> None:
+    stdio = _Stdio()
+    try:
+        await serve_lines(server, LineReader(stdio), stdio, state)
+    finally:
+        await stdio.aclose()
+
+
+class BoundedRecords(logging.Filter):
+    """Caps what one log record may hold: a message or a traceback quoting an argument of megabytes
+    must not copy it into the log."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if len(message) > MAX_LOG_CHARS:
+            record.msg, record.args = f"{message[:MAX_LOG_CHARS]}... ({len(message):,} characters in all)", None
+        if record.exc_info and not record.exc_text:
+            text = logging.Formatter().formatException(record.exc_info)
+            # The end of a traceback says what failed; a line of it may quote an argument whole.
+            lines = [ln[:MAX_LOG_CHARS] + ("..." if len(ln) > MAX_LOG_CHARS else "") for ln in text.splitlines()]
+            record.exc_text = "\n".join(lines[-40:])
+        return True
+
+
+def bound_log_records() -> None:
+    """Every handler of the root logger (where every record ends up) gets the cap."""
+    for handler in logging.getLogger().handlers:
+        if not any(isinstance(f, BoundedRecords) for f in handler.filters):
+            handler.addFilter(BoundedRecords())
