@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
 import socket
 import stat
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -228,3 +231,49 @@ def test_bridges_exit_cleanly_when_their_client_closes_stdin(home: Path) -> None
         raw.initialize()
         codes.append(raw.close())
     assert codes == [0] * 25
+
+
+def resident_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise AssertionError(f"no VmRSS for pid {pid}")
+
+
+@pytest.mark.slow
+def test_a_session_that_never_reads_its_answers_pauses_alone(home: Path) -> None:
+    victim = RawSession(home)
+    victim.initialize()
+    victim.request("tools/call", {"name": "status", "arguments": {}})
+    pid = daemon_pid(home)
+    assert pid is not None
+    before = resident_mb(pid)
+    flooder = OldBridge(home, "0.0.1")  # a client on the socket that writes and never reads
+    flooder.sock.settimeout(None)
+    call = {"jsonrpc": "2.0", "method": "tools/call", "params": {"name": "status", "arguments": {"recent_events": 100}}}
+    stop = threading.Event()
+
+    def flood() -> None:
+        n = 0
+        with contextlib.suppress(OSError):
+            while not stop.is_set():
+                flooder.sock.sendall(b"".join(json.dumps({**call, "id": n + k}).encode() + b"\n" for k in range(100)))
+                n += 100
+
+    threading.Thread(target=flood, daemon=True).start()
+    slowest = 0.0
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            started = time.monotonic()
+            assert "result" in victim.request("tools/call", {"name": "status", "arguments": {}})
+            slowest = max(slowest, time.monotonic() - started)
+            time.sleep(0.2)
+        grown = resident_mb(pid) - before
+    finally:
+        stop.set()
+        flooder.close()
+        victim.close()
+    # Unbounded, the daemon grew ~9 MB a second here and the other session waited up to 3 s.
+    assert grown < 40, f"the daemon grew {grown:.0f} MB"
+    assert slowest < 1.5, f"the other session waited {slowest:.2f}s"

@@ -39,7 +39,7 @@ log = logging.getLogger(__name__)
 MAX_MESSAGE_BYTES = jsonrpc.MAX_MESSAGE_BYTES
 # Requests of one session being worked on or waiting for their answer to be read. Agents make a few calls
 # at once; a session at the limit is not read until one is answered and its answer taken.
-MAX_IN_FLIGHT = 64
+MAX_IN_FLIGHT = 32
 LOGGED_REFUSALS = 5  # per session: a client sending garbage in a loop must not fill the log
 MAX_LOG_CHARS = 2000
 
