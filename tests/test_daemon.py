@@ -277,3 +277,45 @@ def test_a_session_that_never_reads_its_answers_pauses_alone(home: Path) -> None
     # Unbounded, the daemon grew ~9 MB a second here and the other session waited up to 3 s.
     assert grown < 40, f"the daemon grew {grown:.0f} MB"
     assert slowest < 1.5, f"the other session waited {slowest:.2f}s"
+
+
+@pytest.mark.slow
+def test_forty_bridges_starting_at_once_on_a_fresh_home_share_one_daemon(home: Path) -> None:
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "crowd", "version": "1"}}
+    script = b"\n".join(
+        json.dumps(m).encode()
+        for m in [
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+            {"jsonrpc": "2.0", "method": "notifications/initialized"},
+            {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}},
+        ]
+    )
+    bridges = [
+        subprocess.Popen(
+            [PY, "-m", "threadloom", "serve"],
+            env=env_for(home),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        for _ in range(40)
+    ]
+    pids, errors = set(), []
+    try:
+        for bridge in bridges:
+            assert bridge.stdin is not None
+            bridge.stdin.write(script + b"\n")
+            bridge.stdin.flush()
+        for bridge in bridges:
+            assert bridge.stdout is not None and bridge.stderr is not None
+            lines = [bridge.stdout.readline(), bridge.stdout.readline()]
+            if not lines[1]:
+                errors.append(bridge.stderr.read().decode())
+                continue
+            pids.add(json.loads(lines[1])["result"]["structuredContent"]["server"]["pid"])
+    finally:
+        for bridge in bridges:
+            bridge.communicate(timeout=30)
+    assert not errors, errors[:3]
+    assert len(pids) == 1
+    assert daemons(home) == list(pids)

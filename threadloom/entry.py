@@ -7,6 +7,7 @@ loading the CLI framework. Everything else goes through the typer app.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 
@@ -16,10 +17,10 @@ def main() -> None:
         from threadloom.daemon.bridge import main as bridge_main
 
         sys.exit(bridge_main())
-    if args == ["daemon", "run"]:
-        # Bridges that start at once each spawn a candidate: the one that takes the lock goes on,
-        # the others leave before importing anything heavy.
-        lock_fd = _take_daemon_lock()
+    if args[:2] == ["daemon", "run"] and (len(args) == 2 or (len(args) == 4 and args[2] == "--lock-fd")):
+        # The daemon lock comes first, before anything heavy is imported: a bridge takes it and hands it
+        # over (`--lock-fd`); a daemon started by hand takes it here, and leaves at once if it is held.
+        lock_fd = _take_daemon_lock(int(args[3]) if len(args) == 4 and args[3].isdigit() else None)
         if lock_fd is None:
             sys.exit(0)
         from threadloom.daemon.process import main as daemon_main
@@ -35,9 +36,25 @@ def main() -> None:
     run()
 
 
-def _take_daemon_lock() -> int | None:
+def _take_daemon_lock(inherited: int | None) -> int | None:
+    """The daemon lock of this home: the inherited descriptor when it is that file and holds the lock,
+    else a new one; None when another process holds it."""
+    import fcntl
+    import os
+
     from threadloom.home import HomeLayout, default_home, try_lock
 
     layout = HomeLayout(default_home())
     layout.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    if inherited is not None:
+        try:
+            mine, lock = os.fstat(inherited), os.stat(layout.lock)
+            if (mine.st_dev, mine.st_ino) == (lock.st_dev, lock.st_ino):
+                fcntl.flock(inherited, fcntl.LOCK_EX | fcntl.LOCK_NB)  # already ours: this only confirms it
+                os.set_inheritable(inherited, False)
+                return inherited
+        except OSError:
+            pass
+        with contextlib.suppress(OSError):
+            os.close(inherited)
     return try_lock(layout.lock)
