@@ -43,7 +43,7 @@ class ToolDef:
 # The argument of every keyed write tool; the server takes it out before the tool runs.
 RequestKey = Annotated[
     str | None,
-    Field(description="Your key for this call: a retry with the same key returns the first result, acting once."),
+    Field(description="Retry key: a retry with it returns the first result instead of acting twice."),
 ]
 
 # Groups that `default` stands for. Later groups (memory, threads, ...) join here or stay opt-in.
