@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -10,7 +11,7 @@ import numpy as np
 import pytest
 
 from tests.helpers import PY, cli, wait_for
-from tests.test_http import accepting, free_port
+from tests.http_server import accepting, free_port
 from threadloom.config import load_settings
 from threadloom.errors import ConfigError
 from threadloom.search.embedders import LazyEmbedder, OpenAICompatibleEmbedder, local_embedder
@@ -185,3 +186,13 @@ async def test_the_daemon_loads_the_model_after_the_handshake_and_embeds_in_the_
                 await anyio.sleep(0.2)
     assert search["embedder"]["state"] == "ready"  # type: ignore[index]
     assert str(search["embedder"]["fingerprint"]).startswith("e5-onnx:")  # type: ignore[index]
+
+
+def test_loading_the_model_leaves_no_trace_of_onnxruntime_telemetry(tmp_path: Path) -> None:
+    """onnxruntime's telemetry (a device id and an event queue under ~/.cache/Microsoft, then uploads) is off."""
+    quiet = ("CI", "ORT_DISABLE_TELEMETRY", "ORT_RUNNING_UNIT_TESTS", "XDG_CACHE_HOME")  # each would hide it
+    env = {k: v for k, v in os.environ.items() if k not in quiet} | {"HOME": str(tmp_path)}
+    code = "from threadloom.search.embedders import local_embedder; local_embedder(1).embed_query('a question')"
+    done = subprocess.run([PY, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert not (tmp_path / ".cache" / "Microsoft").exists()

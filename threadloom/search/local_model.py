@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import os
+import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,16 +33,13 @@ GRAPH_REVISION = "int8.4"  # bump whenever the graph or the tokenizer changes th
 # e5 cosines crowd into 0.7-0.9. On the LoCoMo dev split, dropping matches under 0.75 cost no recall,
 # while 0.8 did (bench/locomo.py --floor): 0.75 is the highest floor that removes only noise.
 CALIBRATED_FLOOR = 0.75
+log = logging.getLogger(__name__)
 
 
 class LocalE5:
     def __init__(self, threads: int) -> None:
         path, package_version = bundled_model()
-        try:
-            import onnx  # noqa: F401 - builds the graph
-            import onnxruntime
-        except ImportError as exc:
-            raise ConfigError(MISSING_EXTRA) from exc
+        onnxruntime = _import_onnxruntime_without_telemetry()
         self._file = E5File(path)
         shape = self._file.shape
         self._tokenizer = E5Tokenizer(self._file.vocabulary())
@@ -106,6 +105,30 @@ class LocalE5:
         embeddings = self._file.embedding_rows(ids) + self._positions[: len(ids)] + self._token_type
         pooled: Matrix = self._session.run(["pooled"], {"embeddings": embeddings[np.newaxis]})[0][0]
         return pooled
+
+
+def _import_onnxruntime_without_telemetry() -> Any:
+    """onnxruntime, imported with its telemetry off: the embedded model makes no network calls.
+
+    Official Linux and macOS builds (since 1.29, https://github.com/microsoft/onnxruntime/pull/27379) send
+    usage events to `mobile.events.data.microsoft.com` and keep a device id and an event queue under
+    `~/.cache/Microsoft/DeveloperTools/.onnxruntime`. The environment variable ORT_DISABLE_TELEMETRY turns
+    all of it off (https://github.com/OHF-Voice/wyoming-piper/issues/64; the shipped 1.32 library reads that
+    name), but only when set before the import, which creates the runtime's environment:
+    `disable_telemetry_events()` afterwards (https://github.com/microsoft/onnxruntime/pull/5481, the switch
+    of the Windows builds) still left the device id written here. Checked with strace: no DNS lookup.
+    """
+    already = "onnxruntime" in sys.modules
+    os.environ["ORT_DISABLE_TELEMETRY"] = "1"  # also for any other onnxruntime user in this process: wanted
+    try:
+        import onnx  # noqa: F401 - builds the graph
+        import onnxruntime
+    except ImportError as exc:
+        raise ConfigError(MISSING_EXTRA) from exc
+    if already:
+        log.warning("onnxruntime was imported before threadloom switched its telemetry off; it may send usage events")
+    onnxruntime.disable_telemetry_events()
+    return onnxruntime
 
 
 def _return_build_memory() -> None:
