@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from collections.abc import Iterator
@@ -184,8 +185,20 @@ async def test_the_daemon_loads_the_model_after_the_handshake_and_embeds_in_the_
         with anyio.fail_after(120):
             while (search := await current())["vectors"] != [10, 10]:
                 await anyio.sleep(0.2)
+        await client.call_tool("memory_store", {"content": "The staging database runs PostgreSQL 16"})
+        # The terminal's recall goes to this warm daemon and its model, instead of loading one of its own.
+        recalled = await anyio.to_thread.run_sync(
+            lambda: cli(home, "memory", "recall", "which postgres version on staging", THREADLOOM_EMBEDDER="local")
+        )
     assert search["embedder"]["state"] == "ready"  # type: ignore[index]
     assert str(search["embedder"]["fingerprint"]).startswith("e5-onnx:")  # type: ignore[index]
+    assert search["mode"] == "hybrid" and search["backend"] == "local"
+    cost = search["cost"]
+    assert cost["measured"] == "measured as it loaded" and cost["load_s"] > 0 and cost["resident_mb"] > 0  # type: ignore[index]
+    assert recalled.returncode == 0, recalled.stderr
+    assert "recalled by the daemon" in recalled.stderr and "bundled local model" in recalled.stderr
+    assert "loading" not in recalled.stderr
+    assert "PostgreSQL 16" in json.loads(recalled.stdout)["memories"][0]["content"]
 
 
 def test_loading_the_model_leaves_no_trace_of_onnxruntime_telemetry(tmp_path: Path) -> None:

@@ -5,24 +5,22 @@ from __future__ import annotations
 import shutil
 import stat
 from dataclasses import dataclass
-from importlib.util import find_spec
 
 import apsw
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from threadloom.cli.app import out, settings
+from threadloom.cli.check import MODEL_WAIT_S, search_lines
 from threadloom.config import Settings
 from threadloom.daemon import control
+from threadloom.search.embedders import LazyEmbedder, search_plan, search_report
 from threadloom.status import versions
 from threadloom.store.migrations import MIGRATIONS
 from threadloom.store.sqlite import SqliteStore
 
 MIN_FREE_BYTES = 200 * 1024 * 1024
-OPTIONAL = {
-    "sqlite_vec": "vector index (retrieval engine)",
-    "psycopg": "PostgreSQL backend",
-}
 
 
 @dataclass(frozen=True)
@@ -88,11 +86,28 @@ def check_sqlite() -> list[Check]:
         fts5 = False
     finally:
         conn.close()
-    loadable = hasattr(apsw.Connection, "enable_load_extension")
-    return [
-        Check("FTS5", fts5, f"SQLite {apsw.sqlite_lib_version()}"),
-        Check("extension loading", loadable, "apsw " + apsw.apsw_version()),
-    ]
+    return [Check("FTS5", fts5, f"SQLite {apsw.sqlite_lib_version()}, apsw {apsw.apsw_version()}")]
+
+
+def check_search(s: Settings) -> list[Check]:
+    """Load the configured embedder here, as a server would, and measure what it costs.
+
+    Full-text only by choice (THREADLOOM_EMBEDDER=none) is healthy; with `auto` and the model's packages
+    missing it is a warning; an embedder asked for by name that does not load is a failure.
+    """
+    plan = search_plan(s)
+    lazy = LazyEmbedder(s)
+    if plan.mode == "hybrid":
+        lazy.start()
+        lazy.get(wait_s=MODEL_WAIT_S)
+    report = search_report(s, lazy)
+    first, why = search_lines(report)
+    detail = f"{first}\n{why}"
+    if lazy.started and lazy.loading:
+        return [Check("search", False, f"the embedder did not load within {MODEL_WAIT_S:.0f} s; {why}", required=False)]
+    if report["mode"] == "hybrid" or s.embedder == "none":
+        return [Check("search", True, detail)]
+    return [Check("search", False, detail, required=s.embedder in ("local", "openai"))]
 
 
 def check_disk(s: Settings) -> list[Check]:
@@ -115,29 +130,20 @@ def check_daemon(s: Settings) -> list[Check]:
     ]
 
 
-def check_optional() -> list[Check]:
-    return [
-        Check(
-            name,
-            find_spec(name) is not None,
-            purpose + (": installed" if find_spec(name) else ": not installed (optional)"),
-            required=False,
-        )
-        for name, purpose in OPTIONAL.items()
-    ]
-
-
 def doctor() -> None:
-    """Check the store, migrations, permissions, free disk and optional parts; print paths and versions.
+    """Check the store, migrations, permissions, free disk, the daemon and search; print paths and versions.
 
-    Exits 0 when healthy, 1 when a required check fails.
+    Search: loads the configured model here, as a server would (a few seconds), and says which search you
+    have (hybrid with the local model or an endpoint, or full-text only, and why) and what the model costs.
+    Exits 0 when healthy, 1 when a required check fails (an embedder named in THREADLOOM_EMBEDDER that does
+    not load is one; full-text by default, when the model's packages are missing, is a warning).
     """
     s = settings()
-    checks = [*check_home(s), *check_store(s), *check_sqlite(), *check_disk(s), *check_daemon(s), *check_optional()]
+    checks = [*check_home(s), *check_store(s), *check_sqlite(), *check_disk(s), *check_daemon(s), *check_search(s)]
     table = Table("check", "", "detail")
     for c in checks:
         mark = "[green]ok[/green]" if c.ok else ("[red]FAIL[/red]" if c.required else "[yellow]-[/yellow]")
-        table.add_row(c.name, mark, c.detail)
+        table.add_row(c.name, mark, escape(c.detail))
     out.print(table)
     out.print(f"home {s.home}\nstore {s.layout.database}\nsocket {s.layout.socket}\nlog {s.layout.daemon_log}")
     out.print("versions " + ", ".join(f"{k} {v}" for k, v in versions(SqliteStore(s.layout.database)).items()))

@@ -1,22 +1,32 @@
 """`threadloom memory ...`: the memory graph from the terminal. Output is JSON, for people and scripts.
 
-The CLI searches with full-text only (it does not load the vector model); servers use both.
+`recall` runs in the warm daemon when one answers (with its model), else here, loading the model first;
+it says on stderr which search it used. The other commands run here, with full-text search only.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from typing import Annotated, Any
 
 import typer
 
-from threadloom.cli.session import run_in_session
+from threadloom.agents import FORWARDED_ENV
+from threadloom.cli.app import err, out, settings
+from threadloom.cli.session import _safe, run_in_session
 from threadloom.clock import instant
+from threadloom.config import Settings
+from threadloom.daemon import control
 from threadloom.errors import InvalidInput
-from threadloom.identity import Provenance
+from threadloom.identity import Identity, Provenance
 from threadloom.memory.model import Link, NewMemory
 from threadloom.memory.recall import RecallFilters
 from threadloom.runtime import Runtime
+from threadloom.search.embedders import search_plan, search_report
 
+DAEMON_RECALL_TIMEOUT_S = 90.0  # the daemon may first wait up to a minute for its model
+LOCAL_MODEL_WAIT_S = 120.0
 memory_app = typer.Typer(help="Store, recall and maintain the memory graph.", no_args_is_help=True)
 
 
@@ -61,9 +71,63 @@ def recall(
     read_only: Annotated[bool, typer.Option(help="Do not reactivate what is found.")] = False,
     as_of: Annotated[str | None, typer.Option(help="What was held true then (ISO-8601 or epoch ms).")] = None,
 ) -> None:
-    """Recall memories for a question (hybrid search plus graph activation)."""
+    """Recall memories for a question, as the memory_recall tool does: full-text, vectors and graph fused.
+
+    Runs in the daemon when one is running, where the model is already loaded (milliseconds). Otherwise it
+    runs here: it loads the configured model first (a few seconds) or, with THREADLOOM_EMBEDDER=none or no
+    model installed, searches full-text only. Which search it used goes to stderr; the result, JSON, to
+    stdout. It acts as THREADLOOM_USER, in this folder's project.
+    """
+    config = settings()
     verbosity = "concise" if concise else "full"
-    run_in_session(lambda rt, prov: rt.recall.recall(query, prov, k, verbosity, read_only, _epoch_ms(as_of)))
+    when = _epoch_ms(as_of)
+    if _recall_in_daemon(config, query, k, verbosity, read_only, when):
+        return
+
+    def act(rt: Runtime, prov: Provenance) -> Any:
+        _load_model(rt)
+        return rt.recall.recall(query, prov, k=k, verbosity=verbosity, read_only=read_only, as_of=when)
+
+    run_in_session(act)
+
+
+def _recall_in_daemon(config: Settings, query: str, k: int, verbosity: str, read_only: bool, as_of: int | None) -> bool:
+    """Recall through the running daemon and print the result; False when no daemon could do it."""
+    who = Identity.of({}, config.user, config.author, config.org)
+    # The identity this terminal resolved (its settings, .env included), and the session id run_in_session uses.
+    env = {key: os.environ[key] for key in FORWARDED_ENV if key in os.environ}
+    env |= {"THREADLOOM_USER": who.user, "THREADLOOM_ORG": who.org} | (
+        {"THREADLOOM_AUTHOR": who.author} if who.author else {}
+    )
+    env.setdefault("THREADLOOM_SESSION_ID", f"cli:{_safe(who.user)}")
+    fields = {"query": query, "k": k, "verbosity": verbosity, "read_only": read_only, "as_of": as_of}
+    reply = control.request(config.layout.socket, "recall", DAEMON_RECALL_TIMEOUT_S, env=env, cwd=os.getcwd(), **fields)
+    if reply is None or not (reply.get("ok") or reply.get("refused")):
+        return False  # no daemon, or one too old to recall: do it here
+    if not reply.get("ok"):
+        raise InvalidInput(str(reply.get("error")))
+    said = _said(reply["search"], loaded_here=False)
+    err.print(f"recalled by the daemon (pid {reply.get('pid')}); {said}", markup=False, soft_wrap=True)
+    out.print_json(json.dumps(reply["result"], default=str))
+    return True
+
+
+def _load_model(rt: Runtime) -> None:
+    """Load the configured model here before searching, and say which search this is and what loading took."""
+    if search_plan(rt.settings).mode == "hybrid":
+        err.print("no daemon running: loading the embedder here...", markup=False, soft_wrap=True)
+        rt.start_embedder()
+        rt.embedder.get(wait_s=LOCAL_MODEL_WAIT_S)
+    err.print(_said(search_report(rt.settings, rt.embedder)), markup=False, soft_wrap=True)
+
+
+def _said(search: dict[str, Any], loaded_here: bool = True) -> str:
+    """Which search ran, and why, in one line; with how long loading took when it happened here."""
+    cost = search.get("cost") or {}
+    took = (
+        f" (loaded in {cost['load_s']} s)" if loaded_here and search["mode"] == "hybrid" and cost.get("load_s") else ""
+    )
+    return f"searched {search['using']}{took}: {search['why']}"
 
 
 @memory_app.command("search")

@@ -1,4 +1,4 @@
-"""Talking to a running daemon from the CLI: status and stop. Standard library only."""
+"""Talking to a running daemon from the CLI: status, stop and recall. Standard library only."""
 
 from __future__ import annotations
 
@@ -11,13 +11,17 @@ from typing import Any
 from threadloom.daemon import protocol
 
 
-def request(socket_path: Path, op: str, timeout: float = 5.0) -> dict[str, Any] | None:
-    """Send one control request; None when no daemon answers on the socket."""
+def request(socket_path: Path, op: str, timeout: float = 5.0, **fields: Any) -> dict[str, Any] | None:
+    """Send one control request (`fields` are the op's arguments); None when no daemon answers on the socket,
+    or when the request is too large for the daemon's header limit."""
+    message = protocol.encode({"kind": protocol.CONTROL, "op": op, **fields})
+    if len(message) > protocol.MAX_HEADER_BYTES:
+        return None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(timeout)
     try:
         sock.connect(str(socket_path))
-        sock.sendall(protocol.encode({"kind": protocol.CONTROL, "op": op}))
+        sock.sendall(message)
         data = b""
         while not data.endswith(b"\n"):
             chunk = sock.recv(65536)

@@ -1,7 +1,8 @@
 """The daemon socket's opening exchange, before MCP takes over the connection.
 
 The first line each way is a JSON object: the client sends `hello` (a bridge
-opening an MCP session) or `control` (status, stop); the daemon answers
+opening an MCP session) or `control` (status, stop, or recall: `threadloom memory
+recall` run by the warm daemon, with the caller's `env` and `cwd`); the daemon answers
 `welcome`, `retiring` (it is being replaced: start a new daemon and reconnect),
 `refused` (with an `error` to show the user),
 or a control reply. After `welcome` the connection carries newline-delimited

@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from threadloom.runtime import Runtime
+from threadloom.search.embedders import search_report
 from threadloom.server.connection import connection_of
 from threadloom.server.toolsets import ToolDef
 from threadloom.sessions import SessionInfo
@@ -29,7 +30,9 @@ async def status(
 
     Returns {store: {path, schema_version, counts, open_sessions}, session: {id, user, vendor,
     project, transport, client}, server: {mode, pid, uptime_s, connections},
-    search: {embedder: {setting, state, fingerprint}, vectors: [current, documents] or null}, versions,
+    search: {mode: hybrid|full-text (what searches use now), backend: local|openai|none, using, why,
+    cost: {load_s, resident_mb, measured} or null, embedder: {setting, state, fingerprint},
+    vectors: [current, documents] or null}, versions,
     unread_signals (for this session),
     events: [{at, kind, session_id, vendor, origin, detail}] (only when recent_events > 0)}.
     """
@@ -59,7 +62,8 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
             "uptime_s": round(runtime.uptime_s, 1),
             "connections": len(runtime.live),
         },
-        "search": {"embedder": runtime.embedder_state(), "vectors": await runtime.call(runtime.search.coverage)},
+        "search": search_report(runtime.settings, runtime.embedder)
+        | {"embedder": runtime.embedder_state(), "vectors": await runtime.call(runtime.search.coverage)},
         "versions": versions(runtime.store),
         "unread_signals": await runtime.call(runtime.signals.unread_count, info.provenance()) if info else None,
     } | (
