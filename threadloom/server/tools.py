@@ -30,9 +30,7 @@ async def status(
 
     Returns {store: {path, schema_version, counts, open_sessions}, session: {id, user, vendor,
     project, transport, client}, server: {mode, pid, uptime_s, connections},
-    search: {mode: hybrid|full-text (what searches use now), backend: local|openai|none, using, why,
-    cost: {load_s, resident_mb, measured} or null, embedder: {setting, state, fingerprint},
-    vectors: [current, documents] or null}, versions,
+    search: {mode: hybrid|full-text, backend, using, why, cost, embedder, vectors}, versions,
     unread_signals (for this session),
     events: [{at, kind, session_id, vendor, origin, detail}] (only when recent_events > 0)}.
     """
