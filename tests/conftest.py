@@ -21,6 +21,14 @@ def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     stop_everything(path)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test that runs threadloom as a process needs a home: it belongs to the slow tier
+    (`pytest -m "not slow"` runs the rest in well under a minute; CI runs both)."""
+    for item in items:
+        if "home" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.slow)
+
+
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"

@@ -44,7 +44,17 @@ def test_naming_another_users_session_as_ones_parent_does_not_release_its_claim(
     threads.create_project(ana, "Shop")
     threads.create(ana, "Billing")
     hygiene.claim(ana, "billing")
-    posing = session(store, repo, "ben-1", "ben", parent="ana-1")  # THREADLOOM_PARENT_SESSION is the caller's word
+    with pytest.raises(InvalidInput, match="not a session of this user"):  # refused when the session starts
+        session(store, repo, "ben-1", "ben", parent="ana-1")
+    # and should a row say so anyway (written before that check existed), the claim still holds
+    posing = Provenance("ben-1", "claude", str(repo), user="ben")
+    store.write(
+        lambda w: w.execute(
+            "INSERT INTO sessions (id, vendor, transport, project, origin, parent_id, user, started_at, last_seen_at) "
+            "VALUES ('ben-1', 'claude', 'stdio', :p, 'foreground', 'ana-1', 'ben', 0, 0)",
+            {"p": str(repo)},
+        )
+    )
     with pytest.raises(InvalidInput, match="not this one or its parent"):
         hygiene.release(posing, "billing")
     assert [c["session_id"] for c in hygiene.claims(ana)] == ["ana-1"]
