@@ -1,17 +1,16 @@
 """`threadloom serve`: a thin stdio bridge to the user's one threadloom daemon.
 
 It imports only the standard library, connects to the daemon's Unix socket
-(starting the daemon when none answers), introduces the session, then copies
-bytes between its stdio and the socket until either side closes.
+(starting the daemon when none answers), introduces the session, then relays
+JSON-RPC lines between its stdio and the socket (`relay.py`), reconnecting
+when the daemon goes away, until the agent closes its side.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -19,31 +18,29 @@ from typing import TYPE_CHECKING
 from threadloom import __version__
 from threadloom.agents import FORWARDED_ENV, IDENTITY_KEYS, PER_SESSION_KEYS
 from threadloom.daemon import protocol
+from threadloom.daemon.relay import Relay, RelayError
 from threadloom.home import HomeLayout, default_home, try_lock
 
 if TYPE_CHECKING:
     import subprocess
 
+# A welcomed connection: the socket, what followed the greeting, and the session id the daemon gave.
+Welcome = tuple[socket.socket, bytes, str | None]
 START_TIMEOUT_S = 20.0
 POLL_S = 0.01
 MAX_POLL_S = 0.1
 
 
-class BridgeError(Exception):
+class BridgeError(RelayError):
     pass
 
 
-def _hello() -> bytes:
+def _hello(session: str | None) -> bytes:
     env = {k: os.environ[k] for k in FORWARDED_ENV if k in os.environ}
-    return protocol.encode(
-        {
-            "kind": protocol.HELLO,
-            "version": __version__,
-            "pid": os.getppid(),
-            "cwd": os.getcwd(),
-            "env": env,
-        }
-    )
+    hello = {"kind": protocol.HELLO, "version": __version__, "pid": os.getppid(), "cwd": os.getcwd(), "env": env}
+    if session is not None:
+        hello["session"] = session  # the session this bridge had with a daemon that went away: resume it
+    return protocol.encode(hello)
 
 
 def _read_line(sock: socket.socket) -> tuple[bytes, bytes]:
@@ -60,13 +57,13 @@ def _read_line(sock: socket.socket) -> tuple[bytes, bytes]:
     return line, rest
 
 
-def _try_session(path: Path) -> tuple[socket.socket, bytes] | str:
+def _try_session(path: Path, session: str | None) -> Welcome | str:
     """A welcomed connection, or why not: 'absent', 'retiring' or 'closed'."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         sock.connect(str(path))
         sock.settimeout(protocol.HELLO_TIMEOUT_S)
-        sock.sendall(_hello())
+        sock.sendall(_hello(session))
         line, rest = _read_line(sock)
     except (FileNotFoundError, ConnectionRefusedError):
         sock.close()
@@ -80,7 +77,8 @@ def _try_session(path: Path) -> tuple[socket.socket, bytes] | str:
     reply = protocol.decode(line)
     if reply.get("kind") == protocol.WELCOME:
         sock.settimeout(None)
-        return sock, rest
+        given = reply.get("session")
+        return sock, rest, given if isinstance(given, str) else None
     sock.close()
     if reply.get("kind") == protocol.REFUSED:
         raise BridgeError(str(reply.get("error", "the daemon refused the session")))
@@ -127,14 +125,14 @@ def _log_tail(path: Path, lines: int = 6) -> str:
     return "\n".join(tail) + f"\n(full log: {path})"
 
 
-def connect(layout: HomeLayout, timeout: float = START_TIMEOUT_S) -> tuple[socket.socket, bytes]:
-    """A welcomed connection to the daemon, starting (or replacing) one as needed."""
+def connect(layout: HomeLayout, timeout: float = START_TIMEOUT_S, session: str | None = None) -> Welcome:
+    """A welcomed connection to the daemon, starting (or replacing) one as needed, asking to resume `session`."""
     deadline = time.monotonic() + timeout
     candidate: subprocess.Popen[bytes] | None = None
     pause = POLL_S
     try:
         while time.monotonic() < deadline:
-            outcome = _try_session(layout.socket)
+            outcome = _try_session(layout.socket, session)
             if not isinstance(outcome, str):
                 return outcome
             if candidate is not None and candidate.poll():
@@ -156,50 +154,15 @@ def connect(layout: HomeLayout, timeout: float = START_TIMEOUT_S) -> tuple[socke
     )
 
 
-def _copy_stdin(sock: socket.socket, done: threading.Event) -> None:
-    """Copy stdin to the daemon; at its end, say so (before the daemon can answer) and half-close."""
-    try:
-        while True:
-            data = os.read(0, 65536)
-            if not data:
-                break
-            sock.sendall(data)
-    except OSError:
-        pass
-    finally:
-        done.set()
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_WR)
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
-
-
 def main() -> int:
+    layout = HomeLayout(default_home())
     try:
-        sock, pending = connect(HomeLayout(default_home()))
+        sock, pending, session = connect(layout)
     except BridgeError as exc:
         print(f"threadloom: {exc}", file=sys.stderr)
         return 2
-    stdin_done = threading.Event()
-    threading.Thread(target=_copy_stdin, args=(sock, stdin_done), daemon=True, name="stdin-to-daemon").start()
-    try:
-        if pending:
-            _write_all(1, pending)
-        while True:
-            data = sock.recv(65536)
-            if not data:
-                break
-            _write_all(1, data)
-    except (BrokenPipeError, ConnectionResetError):
-        pass
-    finally:
-        sock.close()
-    if not stdin_done.is_set():
-        print("threadloom: the daemon closed the session; restart the MCP server", file=sys.stderr)
-        return 1
-    return 0
+
+    def reconnect(session: str | None, timeout: float) -> Welcome:
+        return connect(layout, timeout, session)
+
+    return Relay(reconnect, layout.socket, sock, pending, session).run()

@@ -155,7 +155,9 @@ class Daemon:
             if isinstance(state, str):
                 await stream.send(protocol.encode({"kind": protocol.REFUSED, "error": state}))
                 return
-            await stream.send(protocol.encode({"kind": protocol.WELCOME, "version": __version__}))
+            # The session id, which a bridge gives back (hello's `session`) to resume it after a restart.
+            welcome = {"kind": protocol.WELCOME, "version": __version__, "session": state.session_id_hint}
+            await stream.send(protocol.encode(welcome))
             self._sessions += 1
             try:
                 await serve_stream(self.server, stream, state, buffered)
