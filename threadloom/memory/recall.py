@@ -11,7 +11,7 @@ from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound, StoreFull
 from threadloom.identity import Provenance
 from threadloom.memory import scoring
-from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id
+from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id, gist
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope, Viewer
 from threadloom.search.query import analyse
@@ -24,6 +24,8 @@ CORE_INJECTION: Final = 3  # relevant pinned or core memories added below the hi
 WHY_DEPTH: Final = 3  # caused_by hops shown per hit in full verbosity
 MAX_DEPTH: Final = 5
 MAX_TRAVERSE_NODES: Final = 200
+# What a recall searches: everything an agent is told to write (memories, thread notes, quotes, summaries).
+RECALL_KINDS: Final = ("memory", "note", "quote", "thread")
 
 
 @dataclass(frozen=True)
@@ -34,11 +36,15 @@ class RecallFilters:
     created_since: int | None = None
     active_since: int | None = None
     all_projects: bool = False
+    kinds: tuple[str, ...] = RECALL_KINDS  # recall only; categories, entity, as_of and activity are memories'
 
     def __post_init__(self) -> None:
         unknown = [s for s in self.statuses if s not in LIFECYCLE]
         if unknown:
             raise InvalidInput(f"unknown status {unknown[0]!r}; statuses are {', '.join(LIFECYCLE)}")
+        strange = [k for k in self.kinds if k not in RECALL_KINDS]
+        if strange or not self.kinds:
+            raise InvalidInput(f"kinds are one or more of {', '.join(RECALL_KINDS)}")
 
 
 class MemoryRecall:
@@ -76,20 +82,22 @@ class MemoryRecall:
             raise InvalidInput(f"k must be between 1 and {MAX_LIMIT}")
         f = filters or RecallFilters()
         scope = self._scope(prov, f, as_of=as_of)
-        search_filters = Filters(kinds=("memory",), statuses=f.statuses, memory=scope)
+        search_filters = Filters(kinds=tuple(dict.fromkeys(f.kinds)), statuses=f.statuses, memory=scope)
         result = self._engine.search(query, search_filters, min(MAX_LIMIT, k * 3))
+        others = {hit.ref: hit for hit in result.hits if hit.kind != "memory"}  # notes, quotes, threads
         ranked = sorted(
             ((self._adjusted(hit, as_of), hit) for hit in result.hits), key=lambda pair: (-pair[0], pair[1].ref)
         )[:k]
         chosen = [hit.ref for _, hit in ranked]
         scores = {hit.ref: score for score, hit in ranked}
         injected: list[str] = []
-        if "recent" not in result.signals:
+        if "recent" not in result.signals and "memory" in f.kinds:
             for ref in self._relevant_kept(query, scope):
                 if ref not in scores and len(injected) < CORE_INJECTION:
                     injected.append(ref)
                     scores[ref] = 0.0
-        refs = chosen + injected
+        shown = chosen + injected
+        refs = [ref for ref in shown if ref not in others]
         now = now_ms()
         viewer = prov.viewer()
         unrecorded = False
@@ -102,11 +110,17 @@ class MemoryRecall:
             found = self._store.read(lambda r: memories.get_many(r, refs, viewer))
         why_chains = self._why_chains(refs, viewer) if verbosity == "full" else {}
         out = []
-        for ref in refs:
+        for ref in shown:
+            if ref in others:
+                out.append(written(others[ref], verbosity == "concise") | {"score": round(scores[ref], 6)})
+                continue
             memory = found.get(ref)
             if memory is None:
                 continue
-            item = memory.as_dict(concise=verbosity == "concise") | {"score": round(scores[ref], 6)}
+            item = {"kind": "memory"} | memory.as_dict(concise=verbosity == "concise")
+            if verbosity == "full":
+                item["kind"], item["memory_kind"] = "memory", memory.kind
+            item["score"] = round(scores[ref], 6)
             if ref in injected:
                 item["injected"] = "core" if memory.is_core else "pinned"
             if verbosity == "full":
@@ -318,3 +332,16 @@ class MemoryRecall:
             "preferences": prefs,
             "awaiting_approval": [m.as_dict(concise=True) | {"category": m.category} for m in waiting],
         }
+
+
+def written(hit: Hit, concise: bool) -> dict[str, Any]:
+    """A note, quote or thread summary that recall found, with the ids the thread tools take (`thread`,
+    `project`); a note's or quote's `id` is its row in thread_notes."""
+    project, _, thread = (hit.ref if hit.kind == "thread" else hit.thread or "").partition("/")
+    text = gist(hit.body) if concise else hit.body
+    if hit.kind == "thread":
+        return {"kind": "thread", "id": thread, "project": project, "status": hit.status, "summary": text}
+    out: dict[str, Any] = {"kind": hit.kind, "id": int(hit.ref)}
+    if hit.kind == "note":
+        out["note_kind"] = hit.source  # move, failed, insight, open_q or decision
+    return out | {"project": project or None, "thread": thread or None, "text": text, "created_at": hit.created_at}

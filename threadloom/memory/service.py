@@ -123,7 +123,8 @@ class MemoryService:
             memory = memories.get(w, memory_id)
             assert memory is not None
             doc_id = documents.upsert(w, memory_document(memory), now)
-            if vector is not None and self._engine.embedder is not None:
+            # One stored after another in its session is embedded after it, by `embed_pending` below.
+            if vector is not None and self._engine.embedder is not None and not documents.follows(w, doc_id):
                 documents.put_vector(
                     w,
                     doc_id,
@@ -148,7 +149,10 @@ class MemoryService:
             record_event(w, prov, "memory.stored", {"id": memory_id, "edges": len(edges), "auto_links": len(autos)})
             return Stored(memory, True, edges=tuple(edges), auto_links=tuple(autos), possible_conflicts=conflicts)
 
-        return self._store.write(tx)
+        stored = self._store.write(tx)
+        if stored.created and vector is not None:
+            self._engine.embed_pending(changed_since=now)
+        return stored
 
     def _earlier(self, r: Reader, new: NewMemory, prov: Provenance, digest: str) -> Stored | None:
         """What this user already stored under the same idempotency key or with the same content (another

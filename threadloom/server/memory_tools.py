@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from threadloom.clock import instant
 from threadloom.errors import InvalidInput
 from threadloom.memory.model import EDGE_TYPES, Link, NewMemory
-from threadloom.memory.recall import RecallFilters
+from threadloom.memory.recall import RECALL_KINDS, RecallFilters
 from threadloom.server.connection import caller
 from threadloom.server.toolsets import RequestKey, ToolDef
 
@@ -34,6 +34,8 @@ EdgeType = Literal[
 ]
 assert set(EdgeType.__args__) == set(EDGE_TYPES)  # type: ignore[attr-defined]
 Status = Literal["active", "dormant", "fading"]
+Kind = Literal["memory", "note", "quote", "thread"]
+assert set(Kind.__args__) == set(RECALL_KINDS)  # type: ignore[attr-defined]
 
 
 class Related(BaseModel):
@@ -48,8 +50,10 @@ def _filters(
     created_since: int | None = None,
     active_since: int | None = None,
     all_projects: bool = False,
+    kinds: list[Kind] | None = None,
 ) -> RecallFilters:
     return RecallFilters(
+        kinds=tuple(kinds or RECALL_KINDS),
         categories=tuple(categories or ()),
         entity=entity,
         statuses=tuple(statuses or ()),
@@ -124,17 +128,20 @@ async def memory_recall(
     entity: Annotated[str | None, Field(description="Only memories about this entity.")] = None,
     statuses: Annotated[list[Status] | None, Field(description="Only these lifecycle statuses.")] = None,
     all_projects: Annotated[bool, Field(description="Search every project, not just this one.")] = False,
+    kinds: Annotated[list[Kind] | None, Field(description="Only these kinds; default all.")] = None,
 ) -> dict[str, Any]:
-    """Recall memories relevant to a question: full-text, vector and graph search fused.
+    """Recall what was stored or written about a question: memories, thread notes (decisions, insights...),
+    your quotes and thread summaries; full-text, vector and graph search fused.
 
     Superseded memories are ranked down and tagged superseded_by (follow it to the correction).
     Relevant pinned or core memories that missed the cut are added with injected: "core"|"pinned".
-    Recalled memories are reactivated (kept from being forgotten) unless read_only.
+    Recalled memories are reactivated unless read_only. categories, entity, as_of: memories only.
 
-    Returns {memories: [{id, content, summary, category, kind, entities, status, pinned, is_core,
-    activation, score, created_at, valid_from, valid_to, superseded_by?, injected?, why: [{depth, id,
-    summary}] (what it was caused by)} ...], caveats: [...], signals: [...]}; concise items carry
-    only {id, summary, status, activation, is_core, score}.
+    Returns {memories: [hit, ...], caveats, signals}, best first; every hit has kind and score. memory:
+    {id, content, summary, category, memory_kind, entities, status, pinned, is_core, activation,
+    created_at, valid_from, valid_to, superseded_by?, injected?, why: [{depth, id, summary}]} (concise:
+    id, summary, status, activation, is_core); note, quote: {id, note_kind (a note's), project, thread,
+    text, created_at}; thread: {id, project, status, summary}. project, thread: ids the thread tools take.
     """
     runtime, prov = await caller(ctx)
     return await runtime.call(
@@ -145,7 +152,7 @@ async def memory_recall(
         verbosity,
         read_only,
         instant(as_of, "as_of"),
-        _filters(categories, entity, statuses, all_projects=all_projects),
+        _filters(categories, entity, statuses, all_projects=all_projects, kinds=kinds),
     )
 
 

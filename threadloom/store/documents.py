@@ -18,7 +18,7 @@ from threadloom.search.model import Document, Filters
 from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Row, Writer
 from threadloom.store.sql import placeholders
-from threadloom.store.visibility import memory_scope_sql
+from threadloom.store.visibility import memory_scope_sql, shared_documents_sql
 
 # Postings one full-text query may score: ~15 ms of BM25 at the ~1.5 µs each measured in bench/memory.py.
 POSTINGS_BUDGET = 10_000
@@ -58,8 +58,14 @@ def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
         params["f_until"] = filters.until
     if filters.memory is not None:
         memory_where, memory_params = memory_scope_sql(filters.memory)
-        clauses.append(f"d.kind = 'memory' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = d.ref AND {memory_where})")
+        scoped = f"d.kind = 'memory' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = d.ref AND {memory_where})"
         params.update(memory_params)
+        others = [kind for kind in filters.kinds if kind != "memory"]
+        if others:  # the scope's viewer decides who sees them too (store/visibility.py)
+            shared_where, shared_params = shared_documents_sql(filters.memory, others)
+            scoped = f"(({scoped}) OR ({shared_where}))"
+            params.update(shared_params)
+        clauses.append(scoped)
     return " AND ".join(clauses), params
 
 
@@ -256,15 +262,24 @@ def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tu
 
 
 def sources_named(r: Reader, terms: Sequence[str]) -> set[str]:
-    """Sources (speakers, authors) whose name is one of the query's terms, compared case-blind."""
+    """Sources (speakers, authors) whose name is one of the query's terms, compared case-blind, lower-cased.
+
+    A memory about several entities has them all, joined, as its source (memory/model.py): for a term
+    naming one of them, the set holds that name and each joined source it is part of.
+    """
     if not terms:
         return set()
     keys = {f"t{n}": t for n, t in enumerate(terms)}
-    rows = r.tuples(
-        f"SELECT DISTINCT source FROM documents WHERE source COLLATE NOCASE IN ({', '.join(':' + k for k in keys)})",
+    listed = ", ".join(":" + k for k in keys)
+    rows = r.tuples(f"SELECT DISTINCT source FROM documents WHERE source COLLATE NOCASE IN ({listed})", keys)
+    joined = r.tuples(  # memory_entities.entity compares case-blind (COLLATE NOCASE)
+        "SELECT DISTINCT e.entity, d.source FROM memory_entities e "
+        f"CROSS JOIN documents d ON d.kind = 'memory' AND d.ref = e.memory_id WHERE e.entity IN ({listed})",
         keys,
     )
-    return {str(source).lower() for (source,) in rows}
+    return {str(source).lower() for (source,) in rows} | {
+        str(name).lower() for pair in joined for name in pair if name is not None
+    }
 
 
 def count(r: Reader, filters: Filters) -> int:
@@ -300,6 +315,18 @@ def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0, chang
         f"WHERE {recent}d.id > :after AND (v.doc_id IS NULL OR v.content_hash != d.content_hash) "
         "ORDER BY d.id LIMIT :limit",
         {"fp": fingerprint, "after": after_id, "limit": limit, "since": changed_since},
+    )
+
+
+def follows(r: Reader, doc_id: int) -> bool:
+    """Whether a document has one before it in its thread and kind (then it is embedded after that one)."""
+    return (
+        r.one(
+            "SELECT 1 AS x FROM documents d CROSS JOIN documents p ON p.thread = d.thread AND p.kind = d.kind "
+            "AND p.id < d.id WHERE d.id = :id LIMIT 1",
+            {"id": doc_id},
+        )
+        is not None
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
 
 
@@ -368,9 +369,6 @@ M013_SEARCH_GENERATION = Migration(
     + _GENERATION_TRIGGERS,
 )
 
-M014_OWNERS = Migration("m014_owners", M014_OWNERS_SQL)
-M015_TOOL_REQUESTS = Migration("m015_tool_requests", M015_TOOL_REQUESTS_SQL)
-
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
     M002_DOCUMENTS,
@@ -385,8 +383,9 @@ MIGRATIONS: Sequence[Migration] = (
     M011_TASKS,
     M012_TASK_USAGE,
     M013_SEARCH_GENERATION,
-    M014_OWNERS,
-    M015_TOOL_REQUESTS,
+    Migration("m014_owners", M014_OWNERS_SQL),  # SQL held in the modules beside this one
+    Migration("m015_tool_requests", M015_TOOL_REQUESTS_SQL),
+    Migration("m017_memory_context", M017_MEMORY_CONTEXT_SQL),
 )
 
 BOOTSTRAP_SQL = """

@@ -2,11 +2,13 @@
 sessions, as SQL conditions.
 
 Every read of memories (search, listing, core, stats, traverse, maintenance reports) goes through
-`visibility_sql`, so a new read path inherits the rule by being written with it.
+`visibility_sql`, so a new read path inherits the rule by being written with it. A search scoped to a
+viewer that also asks for notes, quotes or thread summaries gets `shared_documents_sql` for them.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from threadloom.search.model import MemoryScope, Viewer
@@ -70,3 +72,49 @@ def memory_scope_sql(scope: MemoryScope) -> tuple[str, dict[str, Any]]:
     if scope.pinned_or_core:
         clauses.append("(m.pinned = 1 OR m.core_key IS NOT NULL)")
     return " AND ".join(clauses), params
+
+
+# The kinds besides memories that a recall searches, and who may see each.
+PROJECT_KINDS = ("note", "thread")  # notes and thread summaries: the project's
+OWNED_KINDS = ("quote",)  # verbatim quotes: their speaker's alone (thread_notes.owner)
+
+
+def shared_documents_sql(scope: MemoryScope, kinds: Sequence[str]) -> tuple[str, dict[str, Any]]:
+    """Who may see documents of `kinds` other than memories, as SQL on alias `d` (a documents row): a note
+    or a thread summary from sessions in its project; a quote by its owner only, as a private memory
+    (from this project, or everywhere when the scope names no project). A kind with no rule here is seen
+    by no one. Conditions only memories have (categories, entity, as of, activity, pinned or core) are met
+    by no other kind; `created_since` applies to when the document was written. Always a valid expression."""
+    memory_only = (scope.categories, scope.entity, scope.as_of, scope.active_since, scope.pinned_or_core)
+    if any(condition not in (None, (), False) for condition in memory_only):
+        return "0 = 1", {}
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    viewer = scope.viewer
+    shared = [k for k in kinds if k in PROJECT_KINDS]
+    if shared:
+        keys, named = placeholders("o_kind", shared)
+        params.update(named)
+        if viewer is None:
+            clauses.append(f"d.kind IN ({keys})")
+        else:
+            clauses.append(f"(d.kind IN ({keys}) AND COALESCE(d.project, '') = :o_project)")
+            params["o_project"] = viewer.project or ""
+    if any(k in OWNED_KINDS for k in kinds):
+        owned = ["d.kind = 'quote'"]
+        if viewer is not None:
+            owned.append(
+                "EXISTS (SELECT 1 FROM thread_notes n WHERE n.id = CAST(d.ref AS INTEGER) AND n.owner = :o_user)"
+            )
+            params["o_user"] = viewer.user
+        if scope.project is not None:
+            owned.append("(d.project = :o_scope OR d.project IS NULL)")
+            params["o_scope"] = scope.project
+        clauses.append("(" + " AND ".join(owned) + ")")
+    if not clauses:
+        return "0 = 1", {}
+    where = "(" + " OR ".join(clauses) + ")"
+    if scope.created_since is not None:
+        where += " AND d.created_at >= :o_created"
+        params["o_created"] = scope.created_since
+    return where, params
