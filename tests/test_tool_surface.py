@@ -15,9 +15,11 @@ from tests.helpers import serve_params
 pytestmark = pytest.mark.anyio
 SNAPSHOT = Path(__file__).parent / "snapshots" / "tools_list.json"
 # Bytes of tools/list JSON an agent pays for in every session (about 4 bytes a token): status, four
-# memory tools and six thread tools cost ~17.2 KB, most of it the argument documentation a small model needs.
-DEFAULT_BUDGET_BYTES = 17_500
-FULL_BUDGET_BYTES = 43_500
+# memory tools and six thread tools cost 19.6 KB, most of it the argument documentation a small model
+# needs (retry keys on every write, ISO or epoch times, kinds to recall and argument limits added 2.4 KB).
+# The session-start issue (16) brings the default set under 3,000 tokens; until then this only stops growth.
+DEFAULT_BUDGET_BYTES = 20_000
+FULL_BUDGET_BYTES = 48_000
 
 
 async def tools_list(home: Path, toolset: str) -> list[dict[str, Any]]:
