@@ -65,7 +65,16 @@ def still_serves(raw: RawSession) -> None:
         (b'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', None, -32600),
         (b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', None, -32600),
         (b"this is not json", None, -32700),
-        (b'{"jsonrpc":"2.0","id":46,"method":"tools/list"', None, -32700),
+        (b'{"jsonrpc":"2.0","id":46,"method":"tools/list"', 46, -32700),
+        (
+            b'{"jsonrpc":"2.0","id":47,"method":"tools/call","params":{"name":"status","arguments":{"x":'
+            + b"[" * 5000
+            + b"]" * 5000
+            + b"}}}",
+            47,
+            -32700,
+        ),
+        (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', None, -32600),
         (b"[]", None, -32600),
     ],
 )
@@ -166,3 +175,13 @@ def test_logs_never_copy_megabytes_of_input(home: Path) -> None:
     finally:
         raw.close()
     assert (home / "daemon.log").stat().st_size < 200_000
+
+
+def test_a_second_initialize_is_answered_under_its_own_id(raw: RawSession) -> None:
+    again = raw.request(
+        "initialize",
+        {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "1"}},
+    )
+    assert again["id"] == raw._next_id
+    assert again["result"]["serverInfo"]["name"] == "threadloom"
+    still_serves(raw)

@@ -4,8 +4,9 @@ The SDK drops a line it cannot validate without a word, so a client waits foreve
 to a request whose id was there to read. Every request with an id gets one answer here instead:
 a JSON-RPC error for a broken envelope (not JSON, not UTF-8, a batch, `"jsonrpc":"1.0"`, `params`
 not an object), a tool error for `tools/call` arguments that cannot be taken (too large, or a lone
-surrogate), which the model can act on. A line without a usable id gets `id: null` (JSON-RPC's
-rule) when it is not JSON, and nothing when it is a notification or a response.
+surrogate), which the model can act on. A line that is not JSON is answered by the id found among
+its top-level members before the broken one, else with `id: null` (JSON-RPC's rule); a notification
+or a response gets nothing.
 
 A line over `MAX_MESSAGE_BYTES` is never held whole: its first and last `WINDOW_BYTES` are kept,
 and its id looked for in its top-level members before the one cut short (`{"jsonrpc", "id",
@@ -107,7 +108,10 @@ def diagnose(line: bytes, detail: str) -> Refusal:
         message = json.loads(text)
     except (ValueError, RecursionError) as exc:
         why = encoding_problem or f"the message is not JSON ({exc})"[:300]
-        return Refusal(why, [error_line(None, PARSE_ERROR, why)])
+        # Its id may still be plain to read among the members before the broken one: answer it by that.
+        members = _leading_members(text[:WINDOW_BYTES])
+        known = members["id"] if "method" in members and valid_id(members.get("id")) else None
+        return Refusal(why, [error_line(known, PARSE_ERROR, why)])
     if isinstance(message, list):
         why = "JSON-RPC batches are not part of MCP; send one message per line"
         requests = [m for m in message if isinstance(m, dict) and "method" in m and valid_id(m.get("id"))]

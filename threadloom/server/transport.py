@@ -15,6 +15,7 @@ import os
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import anyio
 import anyio.from_thread
@@ -197,6 +198,9 @@ async def serve_lines(
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
     output, in_flight, refusals = _Output(writer), _InFlight(MAX_IN_FLIGHT), [0]
+    # The SDK answers a second `initialize` under the first one's id, leaving it unanswered: the transport
+    # answers it, with the first one's result once there is one.
+    handshake: dict[str, Any] = {}
 
     async def refuse(refusal: jsonrpc.Refusal, line: bytes | None) -> None:
         refusals[0] += 1
@@ -233,6 +237,11 @@ async def serve_lines(
                     detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) and exc.errors() else str(exc)
                     await refuse(jsonrpc.diagnose(line, detail), line)
                     continue
+                if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
+                    if "id" in handshake:
+                        await output.send(_initialized_already(message.id, handshake.get("result")))
+                        continue
+                    handshake["id"] = message.id
                 if isinstance(message, types.JSONRPCRequest):
                     await in_flight.admit(message.id)
                 elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
@@ -246,6 +255,8 @@ async def serve_lines(
                 await output.send(data.encode() + b"\n")
                 if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
                     in_flight.settle(message.message.id)
+                    if message.message.id == handshake.get("id") and isinstance(message.message, types.JSONRPCResponse):
+                        handshake.setdefault("result", message.message.result)
                 if not output.open:
                     return
 
@@ -254,6 +265,12 @@ async def serve_lines(
         tg.start_soon(pump_out)
         await _serve(server, read_stream, write_stream, state)
         tg.cancel_scope.cancel()
+
+
+def _initialized_already(request_id: str | int, result: dict[str, Any] | None) -> bytes:
+    if result is None:
+        return jsonrpc.error_line(request_id, jsonrpc.INVALID_REQUEST, "initialize is already under way")
+    return jsonrpc.encode({"jsonrpc": "2.0", "id": request_id, "result": result})
 
 
 async def serve_stream(
