@@ -1,5 +1,6 @@
-"""Memories carry their context into the search index: the session that stored them as their thread, the
-entities they are about as their source, and when they began to hold; stores from before get it too."""
+"""Memories carry their context into the search index: the session that stored them as their thread, who
+they are from (a speaker, else the first entity) as their source, and when they began to hold; stores
+from before get it too."""
 
 from __future__ import annotations
 
@@ -45,7 +46,7 @@ def test_memories_stored_in_one_session_form_a_thread_in_storing_order(tmp_path:
     assert docs == [
         (first.id, "session:morning", None, 1_000),
         (other.id, "session:evening", None, other.valid_from),
-        (second.memory.id, "session:morning", "Bo, NATS", second.memory.valid_from),
+        (second.memory.id, "session:morning", "Bo", second.memory.valid_from),
     ]
 
 
@@ -86,17 +87,18 @@ def test_a_memory_stored_after_another_in_its_session_is_embedded_after_it(tmp_p
         assert np.allclose(vectors[ref], embedder.embed_documents([text])[0]), text
 
 
-def test_a_question_naming_any_entity_of_a_memory_lifts_it(tmp_path: Path) -> None:
+def test_a_question_naming_the_first_entity_of_a_memory_lifts_it(tmp_path: Path) -> None:
     store = open_store(tmp_path / "m.db")
     service, recall = _service(store)
     plain = service.store(NewMemory(content="the deploy window moved to Friday"), MORNING).memory
-    named = service.store(NewMemory(content="the deploy window moved", entities=("Ana", "Bo")), EVENING).memory
-    for name in ("Bo", "bo's", "ANA"):
+    named = service.store(NewMemory(content="the deploy window moved", entities=("Bo", "Ana")), EVENING).memory
+    for name in ("Bo", "bo's", "BO"):
         hits = recall.recall(f"when is {name} deploy window", MORNING, read_only=True)
         assert [h["id"] for h in hits["memories"]][:2] == [named.id, plain.id], name
         assert "source" in hits["signals"]
     unnamed = recall.recall("when is the deploy window on Friday", MORNING, read_only=True)
     store.close()
+    assert named.entities == ("Bo", "Ana")  # as given: the first is who it is from
     assert unnamed["memories"][0]["id"] == plain.id
 
 
@@ -109,8 +111,8 @@ def test_memories_written_before_their_documents_had_context_get_it_when_the_sto
         service.store(NewMemory(content=text, entities=entities), MORNING).memory
         for text, entities in (
             ("Caroline: I went to the support group", ("Caroline",)),
-            ("Melanie: that sounds wonderful", ("Melanie", "Caroline")),
-            ("a memory of no session", ()),
+            ("Melanie: that sounds wonderful", ("Caroline", "Melanie")),
+            ("a memory of no session", ("Zoe", "Ann")),
             ("Dr. Mary O'Neil-Smith: the scan is clear", ()),
             ("Note:not a speaker: no", ()),
             ("Émile: a name the rule does not know", ()),
@@ -130,8 +132,8 @@ def test_memories_written_before_their_documents_had_context_get_it_when_the_sto
     assert docs == [(d.ref, d.thread, d.source, d.occurred_at) for d in expected]
     assert [d[1:3] for d in docs] == [
         ("session:morning", "Caroline"),
-        ("session:morning", "Caroline, Melanie"),
-        (None, None),
+        ("session:morning", "Melanie"),
+        (None, "Zoe"),
         ("session:morning", "Dr. Mary O'Neil-Smith"),
         *[("session:morning", None)] * 5,
     ]

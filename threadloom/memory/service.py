@@ -176,7 +176,7 @@ class MemoryService:
         core_key: str | None,
         core_priority: int,
     ) -> dict[str, Any]:
-        entities = sorted({e.strip() for e in new.entities}, key=str.lower)
+        entities = list(dict.fromkeys(e.strip() for e in new.entities))  # as given: the first may be its source
         return {
             "id": memory_id,
             "content": new.content,

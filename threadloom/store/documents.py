@@ -262,24 +262,15 @@ def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tu
 
 
 def sources_named(r: Reader, terms: Sequence[str]) -> set[str]:
-    """Sources (speakers, authors) whose name is one of the query's terms, compared case-blind, lower-cased.
-
-    A memory about several entities has them all, joined, as its source (memory/model.py): for a term
-    naming one of them, the set holds that name and each joined source it is part of.
-    """
+    """Sources (speakers, authors) whose name is one of the query's terms, compared case-blind."""
     if not terms:
         return set()
     keys = {f"t{n}": t for n, t in enumerate(terms)}
-    listed = ", ".join(":" + k for k in keys)
-    rows = r.tuples(f"SELECT DISTINCT source FROM documents WHERE source COLLATE NOCASE IN ({listed})", keys)
-    joined = r.tuples(  # memory_entities.entity compares case-blind (COLLATE NOCASE)
-        "SELECT DISTINCT e.entity, d.source FROM memory_entities e "
-        f"CROSS JOIN documents d ON d.kind = 'memory' AND d.ref = e.memory_id WHERE e.entity IN ({listed})",
+    rows = r.tuples(
+        f"SELECT DISTINCT source FROM documents WHERE source COLLATE NOCASE IN ({', '.join(':' + k for k in keys)})",
         keys,
     )
-    return {str(source).lower() for (source,) in rows} | {
-        str(name).lower() for pair in joined for name in pair if name is not None
-    }
+    return {str(source).lower() for (source,) in rows}
 
 
 def count(r: Reader, filters: Filters) -> int:

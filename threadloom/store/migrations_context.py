@@ -16,15 +16,12 @@ _SPEAKER = (
 M017_MEMORY_CONTEXT_SQL = f"""
     -- A memory's document carries its context, as memory/model.py's memory_document writes it: the
     -- session that stored it as its thread (memories stored in one session form a thread in storing
-    -- order, which is document id order); its entities, joined, as its source, or with none the
-    -- speaker it is written as. No text changes, so no vector goes stale and no term count moves.
+    -- order, which is document id order); the speaker it is written as, else its first entity, as its
+    -- source. No text changes, so no vector goes stale and no term count moves.
     UPDATE documents SET
         thread = (SELECT 'session:' || m.session_id FROM memories m WHERE m.id = documents.ref),
         source = (
-            SELECT COALESCE(
-                (SELECT group_concat(e.value, ', ') FROM json_each(m.entities) e),
-                {_SPEAKER}
-            ) FROM memories m WHERE m.id = documents.ref
+            SELECT COALESCE({_SPEAKER}, json_extract(m.entities, '$[0]')) FROM memories m WHERE m.id = documents.ref
         )
     WHERE kind = 'memory';
 """
