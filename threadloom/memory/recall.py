@@ -10,7 +10,7 @@ from typing import Any, Final
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound, StoreFull
 from threadloom.identity import Provenance
-from threadloom.memory import scoring
+from threadloom.memory import corrections, scoring
 from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id, gist
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope, Viewer
@@ -85,11 +85,10 @@ class MemoryRecall:
         search_filters = Filters(kinds=tuple(dict.fromkeys(f.kinds)), statuses=f.statuses, memory=scope)
         result = self._engine.search(query, search_filters, min(MAX_LIMIT, k * 3))
         others = {hit.ref: hit for hit in result.hits if hit.kind != "memory"}  # notes, quotes, threads
-        ranked = sorted(
-            ((self._adjusted(hit, as_of), hit) for hit in result.hits), key=lambda pair: (-pair[0], pair[1].ref)
-        )[:k]
-        chosen = [hit.ref for _, hit in ranked]
-        scores = {hit.ref: score for score, hit in ranked}
+        viewer = prov.viewer()
+        ranked = self._ranked(result.hits, as_of, viewer)[:k]
+        chosen = [ref for ref, _ in ranked]
+        scores = dict(ranked)
         injected: list[str] = []
         if "recent" not in result.signals and "memory" in f.kinds:
             for ref in self._relevant_kept(query, scope):
@@ -99,7 +98,6 @@ class MemoryRecall:
         shown = chosen + injected
         refs = [ref for ref in shown if ref not in others]
         now = now_ms()
-        viewer = prov.viewer()
         unrecorded = False
         if not read_only and refs:
             try:
@@ -130,7 +128,10 @@ class MemoryRecall:
         if unrecorded:
             caveats.append("the disk is full: these memories were not marked as recalled")
         if as_of is not None:
-            caveats.append("as_of: only memories that were stored and held true at that time")
+            caveats.append(
+                "as_of: what held true at that time as known now (a correction recorded later counts from its "
+                "valid_from), then what was believed then and corrected since (superseded_by)"
+            )
         return {"memories": out, "caveats": caveats, "signals": list(result.signals)}
 
     def _relevant_kept(self, query: str, scope: MemoryScope) -> list[str]:
@@ -144,8 +145,21 @@ class MemoryRecall:
 
         return self._store.read(read)
 
-    def _adjusted(self, hit: Hit, as_of: int | None) -> float:
-        superseded = hit.status == "superseded" and as_of is None
+    def _ranked(self, hits: list[Hit], as_of: int | None, viewer: Viewer) -> list[tuple[str, float]]:
+        """Refs and scores, best first, every superseded memory below the newest of its corrections among
+        the hits (which takes the place of the best of them): a correction ranks above what it corrects
+        whatever their scores (SUPERSEDED_FACTOR alone could not promise that)."""
+        corrected = {hit.ref for hit in hits if hit.status == "superseded"}
+        known = self._store.read(lambda r: corrections.chains(r, corrected, viewer)) if corrected else {}
+        adjusted = {hit.ref: self._adjusted(hit, known.get(hit.ref), as_of) for hit in hits}
+        return corrections.corrections_first(adjusted, known)
+
+    def _adjusted(self, hit: Hit, memory: Memory | None, as_of: int | None) -> float:
+        """A superseded hit keeps SUPERSEDED_FACTOR of its score; as of a time, only if it no longer held then
+        (it was believed at that time, and corrected later)."""
+        superseded = hit.status == "superseded" and (
+            as_of is None or memory is None or not corrections.held_at(memory, as_of)
+        )
         return hit.score * (SUPERSEDED_FACTOR if superseded else 1.0)
 
     def _reactivate(self, w: Writer, refs: list[str], now: int, prov: Provenance) -> dict[str, Memory]:

@@ -18,11 +18,12 @@ from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
 from threadloom.search import temporal
 from threadloom.search.embedder import Embedder
-from threadloom.search.fusion import FusionWeights, fuse
+from threadloom.search.fusion import FusionWeights, bm25_ceiling, dense_scale, fuse, lexical_scale
 from threadloom.search.model import MAX_LIMIT, Document, Filters, Hit, SearchResult
 from threadloom.search.query import MAX_QUERY_CHARS, analyse, name_forms, without_names
 from threadloom.search.vector_index import DenseIndex, Prefetched
 from threadloom.store import documents
+from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Store, Writer
 
 if TYPE_CHECKING:
@@ -42,8 +43,9 @@ class SearchTuning:
     # (dev R@10 with the int8 engine: 0.1 81.9, 0.15 82.1, 0.2 82.3, 0.25 81.9, 0.3 81.5, 0.4 80.5).
     context_spread: float = 0.2
     context_pool: int = 50  # how many of the best hits lend
-    # Every candidate gains this share of the best score in its thread (R@10 78.4 -> 79.5, LoCoMo dev split).
-    thread_prior: float = 0.5
+    # Every candidate gains this share of the best score in its thread (R@10 78.4 -> 79.5, LoCoMo dev split);
+    # 0.5 then, 0.4 since scores are calibrated (fusion.py; dev R@10 0.3 82.2, 0.35 82.4, 0.4 82.4, 0.5 82.2).
+    thread_prior: float = 0.4
     graph_seeds: int = 10  # the best hits that spread activation along memory-graph edges
     graph_depth: int = 2  # hops; activation halves with each
     dense_floor: float | None = None  # cosine under which a dense match is noise; None: the embedder's own
@@ -100,7 +102,11 @@ class SearchEngine:
         if tuning.weights.source_boost:
             named = self._store.read(partial(documents.sources_named, terms=name_forms(query.terms)))
         full_text = partial(
-            documents.lexical, terms=query.terms, filters=filters, limit=tuning.candidates, max_terms=max_terms
+            _full_text,
+            terms=query.terms,
+            filters=filters,
+            limit=tuning.candidates,
+            max_terms=max_terms,
         )
         pending: Future[Matrix] | None = None
         lexical: Future[list[tuple[int, float]]] | None = None
@@ -175,12 +181,15 @@ class SearchEngine:
         filters: Filters,
         prefetched: Prefetched | None = None,
     ) -> list[tuple[int, float]]:
+        """The nearest documents at or above the floor, their cosine put on the calibrated scale."""
         floor = self.tuning.dense_floor
         if floor is None:
             floor = self.embedder.dense_floor if self.embedder is not None else 0.0
-        return self._dense_index.search(
+        found = self._dense_index.search(
             r, fingerprint, query_vector, filters, self.tuning.candidates, floor, prefetched
         )
+        scaled = ((doc_id, dense_scale(cosine, floor)) for doc_id, cosine in found)
+        return [(doc_id, value) for doc_id, value in scaled if value > 0]  # at the floor: noise
 
     def _recent(self, filters: Filters, limit: int, caveats: list[str]) -> SearchResult:
         def read(r: Reader) -> SearchResult:
@@ -231,6 +240,19 @@ class SearchEngine:
             return None
         fp = self.embedder.fingerprint
         return self._store.read(lambda r: documents.vector_coverage(r, fp))
+
+
+def _full_text(
+    r: Reader, terms: Sequence[str], filters: Filters, limit: int, max_terms: int | None
+) -> list[tuple[int, float]]:
+    """BM25 hits, each as its share of the query's BM25 ceiling on the calibrated scale (fusion.py)."""
+    found = documents.lexical(r, terms, filters, limit, max_terms)
+    if not found:
+        return found
+    scored = term_stats.informative(r, terms, documents.POSTINGS_BUDGET, max_terms)  # the terms bm25() saw
+    total, frequency = term_stats.frequencies(r, scored)
+    ceiling = bm25_ceiling(total, [frequency[t] for t in scored])
+    return [(doc_id, lexical_scale(raw, ceiling)) for doc_id, raw in found]
 
 
 def _best(scores: dict[int, float], count: int) -> list[int]:

@@ -57,8 +57,12 @@ def memory_scope_sql(scope: MemoryScope) -> tuple[str, dict[str, Any]]:
         clauses.append("EXISTS (SELECT 1 FROM memory_entities e WHERE e.memory_id = m.id AND e.entity = :m_entity)")
         params["m_entity"] = scope.entity
     if scope.as_of is not None:
+        # Bi-temporal (memory/corrections.py): what held then as known now, whenever it was recorded, or
+        # what was believed then (stored by then, claiming to hold then) and corrected only after it.
         clauses.append(
-            "m.created_at <= :m_as_of AND m.valid_from <= :m_as_of AND (m.valid_to IS NULL OR m.valid_to > :m_as_of)"
+            "m.valid_from <= :m_as_of AND (m.valid_to IS NULL OR m.valid_to > :m_as_of OR (m.created_at <= :m_as_of "
+            "AND EXISTS (SELECT 1 FROM memory_edges s WHERE s.target = m.id AND s.type = 'supersedes' "
+            "AND s.created_at > :m_as_of)))"
         )
         params["m_as_of"] = scope.as_of
     elif not scope.include_superseded:
