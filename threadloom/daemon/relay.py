@@ -40,8 +40,16 @@ RECONNECT_WINDOW_S = 60.0
 OUTBOX_LINES = 64  # lines read from the agent and not yet sent: past this, the agent's stdin waits
 # MCP methods that change nothing: sent again after a restart as they are.
 READ_ONLY_METHODS = frozenset(
-    "ping tools/list resources/list resources/templates/list resources/read prompts/list prompts/get "
-    "completion/complete".split()
+    [
+        "ping",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+    ]
 )
 RESTARTED = "the threadloom daemon restarted during this call; retry it"
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
