@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import RawSession
+from tests.helpers import PY, RawSession, env_for
 from threadloom.daemon.jsonrpc import MAX_MESSAGE_BYTES
 from threadloom.daemon.protocol import decode, encode, version_key
 
@@ -185,3 +186,24 @@ def test_a_second_initialize_is_answered_under_its_own_id(raw: RawSession) -> No
     assert again["id"] == raw._next_id
     assert again["result"]["serverInfo"]["name"] == "threadloom"
     still_serves(raw)
+
+
+@pytest.mark.parametrize("mode", sorted(MODES))
+def test_a_request_sent_just_before_the_client_closes_its_side_is_answered(home: Path, mode: str) -> None:
+    init = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "pipe", "version": "1"}}
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": init},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "status", "arguments": {}}},
+    ]
+    done = subprocess.run(
+        [PY, "-m", "threadloom", "serve", *MODES[mode]],
+        env=env_for(home),
+        input=b"".join(json.dumps(m).encode() + b"\n" for m in lines),
+        capture_output=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = {json.loads(line)["id"]: json.loads(line) for line in done.stdout.splitlines()}
+    assert sorted(answers) == [1, 2]
+    assert answers[2]["result"]["isError"] is False

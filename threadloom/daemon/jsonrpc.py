@@ -28,6 +28,19 @@ INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 LOG_EXCERPT = 200
+# MCP methods that change nothing: a bridge sends them again, as they are, to a daemon that replaced one that died.
+READ_ONLY_METHODS = frozenset(
+    [
+        "ping",
+        "tools/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "prompts/list",
+        "prompts/get",
+        "completion/complete",
+    ]
+)
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 _SURROGATE_ESCAPE = re.compile(rb"\\[uU][dD][89a-fA-F]")

@@ -38,19 +38,6 @@ RECONNECT_TIMEOUT_S = 20.0
 MAX_RECONNECTS = 5  # in RECONNECT_WINDOW_S: a daemon that keeps dying is not chased forever
 RECONNECT_WINDOW_S = 60.0
 OUTBOX_LINES = 64  # lines read from the agent and not yet sent: past this, the agent's stdin waits
-# MCP methods that change nothing: sent again after a restart as they are.
-READ_ONLY_METHODS = frozenset(
-    [
-        "ping",
-        "tools/list",
-        "resources/list",
-        "resources/templates/list",
-        "resources/read",
-        "prompts/list",
-        "prompts/get",
-        "completion/complete",
-    ]
-)
 RESTARTED = "the threadloom daemon restarted during this call; retry it"
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
 # An answer as the daemon writes one (pydantic and json.dumps both put `jsonrpc` then `id` first).
@@ -340,7 +327,7 @@ class Relay:
     def _safe_to_resend(self, request: _Request) -> bool:
         if request.retried:
             return False
-        if request.method == "initialize" or request.method in READ_ONLY_METHODS:
+        if request.method == "initialize" or request.method in jsonrpc.READ_ONLY_METHODS:
             return True
         return request.method == "tools/call" and request.tool in self._safe_tools
 

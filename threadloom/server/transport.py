@@ -13,7 +13,7 @@ import json
 import logging
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ MAX_MESSAGE_BYTES = jsonrpc.MAX_MESSAGE_BYTES
 MAX_IN_FLIGHT = 32
 LOGGED_REFUSALS = 5  # per session: a client sending garbage in a loop must not fill the log
 MAX_LOG_CHARS = 2000
+DRAIN_S = 10.0  # how long the answers to a session's last requests are awaited once it has closed its side
 
 
 def open_connection(
@@ -164,6 +165,13 @@ class _InFlight:
             del self._ids[request_id]
         self._slots.release()
 
+    async def drain(self, seconds: float, reading: Callable[[], bool]) -> None:
+        """Wait (up to `seconds`) until every request is answered while the peer still reads: a client may
+        close its side right after its last request, and still read the answer."""
+        with anyio.move_on_after(seconds):
+            while self._ids and reading():
+                await anyio.sleep(0.01)
+
 
 class _Output:
     """Whole lines to the peer, one at a time (the SDK's answers and the transport's own)."""
@@ -214,39 +222,43 @@ async def serve_lines(
 
     async def pump_in() -> None:
         async with read_writer:
-            while (line := await reader.next()) is not None:
-                if isinstance(line, Oversized):
-                    refusal = jsonrpc.oversized(line.head, line.tail, line.size)
-                    if refusal is None:
-                        log.warning(
-                            "closing a session: a %d-byte message over the limit, whose id could not be found "
-                            "to answer it: %s",
-                            line.size,
-                            jsonrpc.excerpt(line.head),
-                        )
-                        return
-                    await refuse(refusal, None)
+            await read_lines()
+            await in_flight.drain(DRAIN_S, lambda: output.open)
+
+    async def read_lines() -> None:
+        while (line := await reader.next()) is not None:
+            if isinstance(line, Oversized):
+                refusal = jsonrpc.oversized(line.head, line.tail, line.size)
+                if refusal is None:
+                    log.warning(
+                        "closing a session: a %d-byte message over the limit, whose id could not be found "
+                        "to answer it: %s",
+                        line.size,
+                        jsonrpc.excerpt(line.head),
+                    )
+                    return
+                await refuse(refusal, None)
+                continue
+            if not line.strip():
+                continue
+            try:
+                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
+                if isinstance(message, types.JSONRPCNotification) and b'"id"' in line and _has_top_level_id(line):
+                    raise ValueError("a request whose id is neither a string nor an integer")
+            except ValueError as exc:  # pydantic's ValidationError is one
+                detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) and exc.errors() else str(exc)
+                await refuse(jsonrpc.diagnose(line, detail), line)
+                continue
+            if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
+                if "id" in handshake:
+                    await output.send(_initialized_already(message.id, handshake.get("result")))
                     continue
-                if not line.strip():
-                    continue
-                try:
-                    message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                    if isinstance(message, types.JSONRPCNotification) and b'"id"' in line and _has_top_level_id(line):
-                        raise ValueError("a request whose id is neither a string nor an integer")
-                except ValueError as exc:  # pydantic's ValidationError is one
-                    detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) and exc.errors() else str(exc)
-                    await refuse(jsonrpc.diagnose(line, detail), line)
-                    continue
-                if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
-                    if "id" in handshake:
-                        await output.send(_initialized_already(message.id, handshake.get("result")))
-                        continue
-                    handshake["id"] = message.id
-                if isinstance(message, types.JSONRPCRequest):
-                    await in_flight.admit(message.id)
-                elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
-                    in_flight.settle((message.params or {}).get("requestId"))
-                await read_writer.send(SessionMessage(message))
+                handshake["id"] = message.id
+            if isinstance(message, types.JSONRPCRequest):
+                await in_flight.admit(message.id)
+            elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
+                in_flight.settle((message.params or {}).get("requestId"))
+            await read_writer.send(SessionMessage(message))
 
     async def pump_out() -> None:
         async with write_reader:
