@@ -185,7 +185,11 @@ async def test_a_killed_daemon_is_replaced_by_the_next_session_and_the_store_sur
     assert cli(home, "doctor").returncode == 0
 
 
-def test_a_bridge_refuses_a_daemon_that_speaks_garbage(home: Path) -> None:
+@pytest.mark.parametrize(
+    ("greeting", "says"),
+    [(b'{"kind": "refused", "error": "no room"}\n', b"no room"), (b"HTTP/1.1 400 Bad\r\n\n", b"something other than")],
+)
+def test_a_bridge_refuses_a_daemon_that_speaks_garbage(home: Path, greeting: bytes, says: bytes) -> None:
     with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as server:
         server.bind(str(home / "daemon.sock"))
         server.listen(1)
@@ -198,11 +202,12 @@ def test_a_bridge_refuses_a_daemon_that_speaks_garbage(home: Path) -> None:
         )
         conn, _ = server.accept()
         conn.recv(65536)
-        conn.sendall(b'{"kind": "refused", "error": "no room"}\n')
+        conn.sendall(greeting)
         conn.close()
         _, err = bridge.communicate(timeout=20)
     assert bridge.returncode == 2
-    assert b"no room" in err
+    assert says in err
+    assert b"Traceback" not in err
 
 
 def test_a_daemon_that_cannot_start_is_reported_at_once(home: Path) -> None:

@@ -74,7 +74,11 @@ def _try_session(path: Path, session: str | None) -> Welcome | str:
     if not line:
         sock.close()
         return "closed"
-    reply = protocol.decode(line)
+    try:
+        reply = protocol.decode(line)
+    except ValueError:
+        sock.close()
+        raise BridgeError(f"something other than a threadloom daemon answers on {path}: {line[:80]!r}") from None
     if reply.get("kind") == protocol.WELCOME:
         sock.settimeout(None)
         given = reply.get("session")
