@@ -1,13 +1,23 @@
-"""LoCoMo retrieval benchmark: evidence recall of threadloom's search engine against baselines.
+"""LoCoMo retrieval benchmark: evidence recall of threadloom's public memory paths, beside BM25.
 
-One memory per turn ("speaker: text", a shared image as its caption, the session as its thread, its date as
-when it happened); each conversation ingested from empty into its own store; every question
-of categories 1-4 asked. Reports evidence recall@5/10/20 and hit@10 per category and over
-1-4, for the dev split (26 30 41 42 43; the only one to tune on) and the test split (44 47 48
-49 50), with ingest time and recall latency. BM25-only and dense-only baselines run in the
-same invocation, over the same stores.
+Each conversation is ingested from empty into its own store, through what an agent can call:
 
-    python bench/locomo.py [--embedder none|local] [--data ../shared/data/locomo10]
+  (a) `MemoryService.store` (the service behind `memory_store`), as an agent makes memories: one agent
+      session per LoCoMo session, each turn one memory "Speaker: text" (a shared image as its caption),
+      the speaker as its entity, the session's date as `valid_from`;
+  (b) the same with no session grouping and no entities: each turn stored by a one-off session of its own
+      (the worst case);
+  (c) the conversation as a transcript, searched with dialog search: not available until transcripts exist.
+
+Every question of categories 1-4 is asked through `MemoryRecall.recall` (the service behind
+`memory_recall`) by another session of the same user: read-only for the figures, and again as the default
+call (which reactivates what it returns) for its latency. Beside each path, in the same run and on the same
+stores: no model (as with THREADLOOM_EMBEDDER=none: full-text with every other signal) and plain BM25.
+`--reference` adds the engine fed the bench's own documents (thread and source set by hand), as a label.
+Reports evidence recall@5/10/20 per category and over 1-4, for the dev split (26 30 41 42 43; the only one
+to tune on) and the test split (44 47 48 49 50), with ingest time and recall latency.
+
+    python bench/locomo.py [--embedder none|local] [--cache DIR] [--split dev|test|both] [--paths a,b]
 
 The data set is CC BY-NC 4.0, used for evaluation only and never shipped.
 """
@@ -22,60 +32,67 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from threadloom.config import LOCAL_EMBEDDER_THREADS
-from threadloom.memory.model import Edge
-from threadloom.memory.similarity import link_floor
+from threadloom.identity import Provenance
+from threadloom.memory.model import NewMemory
+from threadloom.memory.recall import MemoryRecall
+from threadloom.memory.scoring import ScoringConfig
+from threadloom.memory.service import MemoryService
 from threadloom.search.embedder import Embedder
 from threadloom.search.engine import SearchEngine, SearchTuning
 from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document
-from threadloom.store import memories
-from threadloom.store.base import Writer
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.store.base import Store
+from threadloom.store.sqlite import open_store
 
 DEV = ("26", "30", "41", "42", "43")
 TEST = ("44", "47", "48", "49", "50")
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10, 20)
+PATHS = {"a": "(a) agent sessions", "b": "(b) one-off stores", "c": "(c) transcripts"}
+USER = "bench"
+PROJECT = "locomo"
 
 
 @dataclass
 class Tally:
-    recall: dict[int, list[float]]
-    hit10: list[float]
-    latencies: list[float]
+    recall: dict[int, list[float]] = field(default_factory=lambda: defaultdict(list))
+    latencies: list[float] = field(default_factory=list)
+
+
+Results = dict[str, Tally]  # per "path config"
+
+
+@dataclass(frozen=True)
+class Turn:
+    session: int
+    dia_id: str
+    speaker: str
+    text: str  # "Speaker: text", with a shared image's caption
+    at: int  # the session's date, epoch ms
 
 
 def parse_when(text: str) -> datetime:
     return datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=UTC)
 
 
-def turns(conv: dict[str, object]) -> list[Document]:
-    docs = []
+def conversation(conv: dict[str, object]) -> list[Turn]:
+    out = []
     n = 1
     while f"session_{n}_date_time" in conv:
-        when = parse_when(str(conv[f"session_{n}_date_time"]))
+        at = int(parse_when(str(conv[f"session_{n}_date_time"])).timestamp() * 1000)
         for turn in conv.get(f"session_{n}", []) or []:  # type: ignore[union-attr]
-            body = f"{turn['speaker']}: {turn['text']}"
+            text = f"{turn['speaker']}: {turn['text']}"
             if turn.get("blip_caption"):
-                body += f" [shares {turn['blip_caption']}]"
-            docs.append(
-                Document(
-                    kind="memory",
-                    ref=turn["dia_id"],
-                    body=body,
-                    source=turn["speaker"],
-                    thread=f"session-{n}",
-                    occurred_at=int(when.timestamp() * 1000),
-                )
-            )
+                text += f" [shares {turn['blip_caption']}]"
+            out.append(Turn(n, turn["dia_id"], turn["speaker"], text, at))
         n += 1
-    return docs
+    return out
 
 
 def clean_evidence(raw: list[str], known: set[str]) -> set[str]:
@@ -87,17 +104,6 @@ def clean_evidence(raw: list[str], known: set[str]) -> set[str]:
             if part in known:
                 ids.add(part)
     return ids
-
-
-def last_session_time(conv: dict[str, object]) -> datetime:
-    n = 1
-    last = None
-    while f"session_{n}_date_time" in conv:
-        if conv.get(f"session_{n}"):
-            last = parse_when(str(conv[f"session_{n}_date_time"]))
-        n += 1
-    assert last is not None
-    return last
 
 
 class CachedEmbedder:
@@ -115,22 +121,10 @@ class CachedEmbedder:
         self._cache: dict[str, object] = dict(np.load(self._path)) if self._path.exists() else {}
         self.hits = self.misses = 0
         self.model_seconds = 0.0
-
-    @property
-    def fingerprint(self) -> str:
-        return self.inner.fingerprint
-
-    @property
-    def dimension(self) -> int:
-        return self.inner.dimension
-
-    @property
-    def uses_every_core(self) -> bool:
-        return self.inner.uses_every_core
-
-    @property
-    def dense_floor(self) -> float:
-        return self.inner.dense_floor
+        self.fingerprint = inner.fingerprint
+        self.dimension = inner.dimension
+        self.uses_every_core = inner.uses_every_core
+        self.dense_floor = inner.dense_floor
 
     def _key(self, kind: str, text: str) -> str:
         import hashlib
@@ -168,144 +162,156 @@ def make_embedder(name: str, cache: Path | None, threads: int) -> Embedder | Non
     from threadloom.search.embedders import local_embedder
 
     inner = local_embedder(threads)
-    return CachedEmbedder(inner, cache) if cache else inner
+    return CachedEmbedder(inner, cache) if cache else inner  # type: ignore[return-value]
 
 
-def configurations(tuned: SearchTuning, dense: bool, linked: bool) -> dict[str, SearchTuning]:
-    plain = FusionWeights(temporal_boost=0.0, source_boost=0.0, lexical=1.0, dense=1.0, graph=0.0)
-    configs = {"bm25": SearchTuning(weights=replace(plain, dense=0.0), context_spread=0.0, thread_prior=0.0)}
-    if dense:
-        configs["dense"] = SearchTuning(
-            weights=replace(plain, lexical=0.0), context_spread=0.0, thread_prior=0.0, dense_floor=tuned.dense_floor
-        )
-    if linked:
-        configs["tl-no-graph"] = replace(tuned, weights=replace(tuned.weights, graph=0.0))
-    configs["threadloom"] = tuned
-    return configs
+def bm25_only() -> SearchTuning:
+    plain = FusionWeights(lexical=1.0, dense=0.0, graph=0.0, temporal_boost=0.0, source_boost=0.0)
+    return SearchTuning(weights=plain, context_spread=0.0, thread_prior=0.0)
 
 
-def link_like_auto_link(store: SqliteStore, embedder: Embedder, docs: list[Document]) -> int:
-    """Edges as the memory service's auto-linking makes them: each turn to at most 3 earlier turns whose
-    cosine reaches the service's auto-link floor. Returns the number of edges."""
-    import numpy as np
-
-    by_ref = {d.ref: d for d in docs}
-    rows = store.read(lambda r: r.tuples(
-        "SELECT d.ref, v.vector FROM documents d JOIN document_vectors v ON v.doc_id = d.id "
-        "WHERE v.fingerprint = :fp ORDER BY d.id", {"fp": embedder.fingerprint}))  # fmt: skip
-    refs = [str(ref) for ref, _ in rows]
-    matrix = np.stack([np.frombuffer(v, dtype=np.float32) for _, v in rows])
-    floor = link_floor(embedder.dense_floor)
-    edges = []
-    for i in range(1, len(refs)):
-        sims = matrix[:i] @ matrix[i]
-        best = [j for j in np.argsort(-sims)[:3] if sims[j] >= floor]
-        edges += [(refs[i], refs[j], float(sims[j])) for j in best]
-
-    def write(w: Writer) -> None:
-        for ref, doc in by_ref.items():
-            memories.insert(w, {
-                "id": ref, "content": doc.body, "summary": None, "category": None, "kind": "fact",
-                "entities": "[]", "project": None, "visibility": "private", "owner": "bench", "status": "active",
-                "pinned": 0, "core_key": None, "core_priority": None, "session_id": None, "vendor": "other",
-                "origin": "foreground", "content_hash": ref, "idempotency_key": None, "created_at": 0,
-                "valid_from": 0, "decay_score": 0.15})  # fmt: skip
-        for source, target, sim in edges:
-            memories.insert_edge(w, Edge(source, target, "related_to", round(sim, 4), "auto_link", 0), None)
-
-    store.write(write)
-    return len(edges)
+def prov(session: str) -> Provenance:
+    return Provenance(session_id=session, vendor="other", project=PROJECT, user=USER)
 
 
-def run(
-    data: Path,
-    embedder_name: str,
-    cache: Path | None,
-    tuned: SearchTuning,
-    splits: tuple[str, ...],
-    links: bool,
-    threads: int,
-) -> dict[str, dict[str, Tally]]:
-    embedder = make_embedder(embedder_name, cache, threads)
-    results: dict[str, dict[str, Tally]] = defaultdict(dict)
-    ingest_s = embed_s = 0.0
-    n_turns = n_edges = 0
+def ingest(memory: MemoryService, conv_id: str, path: str, turns: list[Turn]) -> dict[str, set[str]]:
+    """Store every turn as path `path` does; which dialog ids each memory holds (a repeated turn is one)."""
+    held: dict[str, set[str]] = defaultdict(set)
+    for turn in turns:
+        if path == "a":  # one agent session per LoCoMo session, naming who spoke
+            new = NewMemory(content=turn.text, entities=(turn.speaker,), valid_from=turn.at)
+            who = prov(f"locomo-{conv_id}-s{turn.session}")
+        else:  # a session of its own for every turn, naming no one
+            new = NewMemory(content=turn.text, valid_from=turn.at)
+            who = prov(f"locomo-{conv_id}-{turn.dia_id.replace(':', '-')}")
+        held[memory.store(new, who).memory.id].add(turn.dia_id)
+    return held
+
+
+def questions(conv: dict[str, object], known: set[str]) -> Iterator[tuple[int, str, set[str]]]:
+    for qa in conv["qa"]:  # type: ignore[attr-defined]
+        category = int(qa["category"])
+        evidence = clean_evidence(qa["evidence"], known)
+        if category in CATEGORIES and evidence:
+            yield category, str(qa["question"]), evidence
+
+
+def score(tally: Tally, category: int, evidence: set[str], found: list[set[str]], ks: Sequence[int]) -> None:
+    for k in ks:
+        seen = set().union(*found[:k])
+        tally.recall[k * 10 + category].append(len(evidence & seen) / len(evidence))
+
+
+def run_path(
+    path: str, conv_id: str, conv: dict[str, object], store: Store, engine: SearchEngine, out: Results
+) -> float:
+    """Ingest one conversation by `path` and ask its questions in every configuration; the ingest seconds."""
+    embedder = engine.embedder
+    memory = MemoryService(store, engine)
+    recall = MemoryRecall(store, engine, ScoringConfig())
+    turns = conversation(conv)
+    started = time.perf_counter()
+    held = ingest(memory, conv_id, path, turns)
+    ingest_s = time.perf_counter() - started
+    asker = prov(f"locomo-{conv_id}-asker")
+    tuned = engine.tuning
+    configs = {"recall": (tuned, embedder), "no model": (tuned, None), "bm25": (bm25_only(), None)}
+    for name, (tuning, model) in configs.items():
+        if name == "recall" and model is None:
+            continue
+        engine.tuning, engine.embedder = tuning, model
+        for category, question, evidence in questions(conv, {t.dia_id for t in turns}):
+            started = time.perf_counter()
+            got = recall.recall(question, asker, k=max(KS), verbosity="concise", read_only=True)
+            out[f"({path}) {name}"].latencies.append(time.perf_counter() - started)
+            score(out[f"({path}) {name}"], category, evidence, [held[m["id"]] for m in got["memories"]], KS)
+            if name != "recall":
+                continue
+            started = time.perf_counter()  # the default call: k=10, full, reactivating what it returns
+            got = recall.recall(question, asker)
+            out[f"({path}) default call"].latencies.append(time.perf_counter() - started)
+            score(out[f"({path}) default call"], category, evidence, [held[m["id"]] for m in got["memories"]], (5, 10))
+    engine.tuning, engine.embedder = tuned, embedder
+    return ingest_s
+
+
+def run_reference(conv: dict[str, object], store: Store, engine: SearchEngine, out: Results) -> float:
+    """The engine fed the bench's own documents (each LoCoMo session a thread, the speaker a source)."""
+    turns = conversation(conv)
+    docs = [
+        Document(kind="memory", ref=t.dia_id, body=t.text, source=t.speaker, thread=f"s{t.session}", occurred_at=t.at)
+        for t in turns
+    ]
+    started = time.perf_counter()
+    store.write(lambda w: [engine.index(w, d) for d in docs])
+    engine.embed_pending()
+    ingest_s = time.perf_counter() - started
+    now = datetime.fromtimestamp(turns[-1].at / 1000, UTC)
+    for category, question, evidence in questions(conv, {t.dia_id for t in turns}):
+        started = time.perf_counter()
+        hits = engine.search(question, limit=max(KS), now=now).hits
+        out["engine reference"].latencies.append(time.perf_counter() - started)
+        score(out["engine reference"], category, evidence, [{h.ref} for h in hits], KS)
+    return ingest_s
+
+
+def run(args: argparse.Namespace, tuned: SearchTuning) -> dict[str, Results]:
+    embedder = make_embedder(args.embedder, args.cache, args.threads)
+    results: dict[str, Results] = defaultdict(lambda: defaultdict(Tally))
+    ingest: dict[str, float] = defaultdict(float)
+    n_turns = 0
+    splits = ("dev", "test") if args.split == "both" else (args.split,)
+    paths = [p for p in args.paths.split(",") if p in ("a", "b")] + ["reference"] * args.reference
     for conv_id in (DEV if "dev" in splits else ()) + (TEST if "test" in splits else ()):
         split = "dev" if conv_id in DEV else "test"
-        conv = json.loads((data / f"{conv_id}.json").read_text())
-        with tempfile.TemporaryDirectory(prefix="tlloc") as tmp:
-            store = open_store(Path(tmp) / "locomo.db")
-            engine = SearchEngine(store, embedder, tuned)
-            docs = turns(conv)
-            started = time.perf_counter()
-            store.write(lambda w, docs=docs, engine=engine: [engine.index(w, d) for d in docs])
-            ingest_s += time.perf_counter() - started
-            started = time.perf_counter()
-            engine.embed_pending()
-            embed_s += time.perf_counter() - started
-            if links and embedder is not None:
-                n_edges += link_like_auto_link(store, embedder, docs)
-            n_turns += len(docs)
-            now = last_session_time(conv)
-            known = {d.ref for d in docs}
-            for name, tuning in configurations(engine.tuning, embedder is not None, links).items():
-                tally = results[split].setdefault(name, Tally(defaultdict(list), [], []))
-                engine.tuning = tuning
-                engine.embedder = None if name == "bm25" else embedder  # BM25 alone pays no query embedding
-                for qa in conv["qa"]:
-                    category = int(qa["category"])
-                    if category not in CATEGORIES:
-                        continue
-                    evidence = clean_evidence(qa["evidence"], known)
-                    if not evidence:
-                        continue
-                    started = time.perf_counter()
-                    hits = engine.search(str(qa["question"]), limit=max(KS), now=now).hits
-                    tally.latencies.append(time.perf_counter() - started)
-                    refs = [h.ref for h in hits]
-                    for k in KS:
-                        found = len(evidence & set(refs[:k])) / len(evidence)
-                        tally.recall[k * 10 + category].append(found)
-                    tally.hit10.append(float(bool(evidence & set(refs[:10]))))
-            store.close()
-    print(
-        f"ingest: {n_turns} turns, {ingest_s / n_turns * 1000:.3f} ms/turn to index, "
-        f"{embed_s / n_turns * 1000:.3f} ms/turn to embed ({embedder.fingerprint if embedder else 'no embedder'})"
-    )
-    if links:
-        print(f"auto-link edges: {n_edges} ({n_edges / max(n_turns, 1):.2f} per turn)")
+        conv = json.loads((args.data / f"{conv_id}.json").read_text())
+        n_turns += len(conversation(conv))
+        for path in paths:
+            with tempfile.TemporaryDirectory(prefix="tlloc") as tmp:
+                store = open_store(Path(tmp) / "locomo.db")
+                engine = SearchEngine(store, embedder, tuned)
+                if path == "reference":
+                    ingest[path] += run_reference(conv, store, engine, results[split])
+                else:
+                    ingest[path] += run_path(path, conv_id, conv, store, engine, results[split])
+                store.close()
+    print(f"{n_turns} turns ({embedder.fingerprint if embedder else 'no embedder'})")
+    for path, seconds in ingest.items():
+        print(f"ingest {PATHS.get(path, path)}: {seconds / n_turns * 1000:.2f} ms/turn")
     if isinstance(embedder, CachedEmbedder):
         embedder.save()
         print(
             f"embedding cache: {embedder.hits} hits, {embedder.misses} misses, {embedder.model_seconds:.1f} s in "
-            "the model (questions are always embedded live, so recall latency includes it; cached documents leave "
-            "the model's share out of the embed time above)"
+            "the model (questions are always embedded live, so recall latency includes it)"
         )
     return results
 
 
-def report(results: dict[str, dict[str, Tally]]) -> None:
+def report(results: dict[str, Results], paths: str) -> None:
     for split in results:
         print(f"\n== {split} split")
-        header = "config       " + "".join(f"{'R@10 ' + CATEGORIES[c]:>22}" for c in CATEGORIES)
-        print(header + "   R@5 1-4  R@10 1-4  R@20 1-4  hit@10   p50 ms   p95 ms")
+        header = f"{'path / config':24}" + "".join(f"{'R@10 ' + CATEGORIES[c]:>19}" for c in CATEGORIES)
+        print(header + "   R@5 1-4  R@10 1-4  R@20 1-4   p50 ms   p95 ms")
         for name, tally in results[split].items():
             cells = []
             for c in CATEGORIES:
                 values = tally.recall[100 + c]
-                cells.append(f"{100 * statistics.fmean(values):22.1f}" if values else f"{'-':>22}")
+                cells.append(f"{100 * statistics.fmean(values):19.1f}" if values else f"{'-':>19}")
             overall = []
             for k in KS:
                 values = [v for c in CATEGORIES for v in tally.recall[k * 10 + c]]
-                overall.append(100 * statistics.fmean(values))
+                overall.append(f"{100 * statistics.fmean(values):10.1f}" if values else f"{'-':>10}")
             lat = sorted(tally.latencies)
             p50 = statistics.median(lat) * 1000
             p95 = lat[int(0.95 * (len(lat) - 1))] * 1000
-            print(
-                f"{name:13}" + "".join(cells) + f"{overall[0]:10.1f}{overall[1]:10.1f}{overall[2]:10.1f}"
-                f"{100 * statistics.fmean(tally.hit10):8.1f}{p50:9.2f}{p95:9.2f}"
-            )
-    print("\nrecall = evidence recall (share of a question's evidence turns retrieved), averaged per question")
+            print(f"{name:24}" + "".join(cells) + "".join(overall) + f"{p50:9.2f}{p95:9.2f}")
+        if "c" in paths.split(","):
+            print(f"{PATHS['c']:24} not available until transcripts exist")
+    print(
+        "\nrecall = evidence recall (share of a question's evidence turns retrieved), averaged per question;"
+        "\n'no model' = the same stores searched without the embedder (THREADLOOM_EMBEDDER=none);"
+        "\n'default call' = memory_recall's defaults (k=10, full, reactivating): its latency, R@5/10 only"
+    )
 
 
 def main() -> None:
@@ -315,17 +321,18 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=LOCAL_EMBEDDER_THREADS, help="compute threads of the model")
     parser.add_argument("--cache", type=Path, default=None, help="reuse vectors across runs from this folder")
     parser.add_argument("--split", choices=["dev", "test", "both"], default="both", help="tune on dev only")
+    parser.add_argument("--paths", default="a,b,c", help="which public paths to measure (a, b, c)")
+    parser.add_argument("--reference", action="store_true", help="also the engine fed the bench's own documents")
     defaults = SearchTuning()
     parser.add_argument("--lexical", type=float, default=defaults.weights.lexical)
     parser.add_argument("--dense", type=float, default=defaults.weights.dense)
     parser.add_argument("--temporal", type=float, default=defaults.weights.temporal_boost)
     parser.add_argument("--source", type=float, default=defaults.weights.source_boost)
+    parser.add_argument("--graph", type=float, default=defaults.weights.graph)
     parser.add_argument("--candidates", type=int, default=defaults.candidates)
     parser.add_argument("--spread", type=float, default=defaults.context_spread)
     parser.add_argument("--pool", type=int, default=defaults.context_pool)
     parser.add_argument("--thread-prior", type=float, default=defaults.thread_prior)
-    parser.add_argument("--links", action="store_true", help="auto-link turns and compare with and without graph")
-    parser.add_argument("--graph", type=float, default=defaults.weights.graph)
     parser.add_argument("--floor", type=float, default=defaults.dense_floor, help="default: the model's own")
     args = parser.parse_args()
     if not args.data.is_dir():
@@ -333,7 +340,8 @@ def main() -> None:
     weights = FusionWeights(
         lexical=args.lexical, dense=args.dense, temporal_boost=args.temporal, source_boost=args.source, graph=args.graph
     )
-    tuned = SearchTuning(
+    tuned = replace(
+        defaults,
         weights=weights,
         candidates=args.candidates,
         context_spread=args.spread,
@@ -341,11 +349,10 @@ def main() -> None:
         thread_prior=args.thread_prior,
         dense_floor=args.floor,
     )
-    splits = ("dev", "test") if args.split == "both" else (args.split,)
     print(f"threadloom tuning: {tuned}")
     if args.embedder == "local":
         print(f"model threads: {args.threads} on {os.cpu_count()} cores")
-    report(run(args.data, args.embedder, args.cache, tuned, splits, args.links, args.threads))
+    report(run(args, tuned), args.paths)
 
 
 if __name__ == "__main__":
