@@ -54,7 +54,11 @@ def in_flight_when_killed(home: Path, raw: RawSession, message: dict[str, Any]) 
         time.sleep(0.3)  # let the bridge hand the request to the stopped daemon (nothing can answer it)
     finally:
         os.kill(pid, signal.SIGKILL)
+        killed_at[0] = time.monotonic()
     return raw.read()
+
+
+killed_at = [0.0]
 
 
 def session_events(home: Path, session_id: str) -> list[str]:
@@ -110,6 +114,7 @@ def test_a_write_in_flight_when_the_daemon_dies_gets_a_retryable_error(home: Pat
         before = status(raw)
         store = {"name": "memory_store", "arguments": {"content": "the build uses make"}}
         reply = in_flight_when_killed(home, raw, {"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": store})
+        assert time.monotonic() - killed_at[0] < 1.5  # answered at once, not after the restart
         assert reply["id"] == 50
         assert reply["result"]["isError"] is True
         body = reply["result"]["structuredContent"]

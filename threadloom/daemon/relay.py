@@ -35,7 +35,7 @@ from typing import Any
 from threadloom.daemon import jsonrpc
 
 RECONNECT_TIMEOUT_S = 20.0
-MAX_RECONNECTS = 5  # in RECONNECT_WINDOW_S: a daemon that keeps dying is not chased forever
+MAX_RECONNECTS = 10  # in RECONNECT_WINDOW_S: a daemon that keeps dying is not chased forever
 RECONNECT_WINDOW_S = 60.0
 OUTBOX_LINES = 64  # lines read from the agent and not yet sent: past this, the agent's stdin waits
 RESTARTED = "the threadloom daemon restarted during this call; retry it"
@@ -109,6 +109,7 @@ class Relay:
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)  # wakes a send blocked on it
                 sock.close()
+                lost = self._settle_lost()
                 died = self._socket_path.exists()  # a killed daemon leaves its socket; a stopped one does not
                 while not (self._agent_done or self._fatal or self._in_flight or self._outbox or died):
                     self._cond.wait()
@@ -117,6 +118,8 @@ class Relay:
                     return 1
                 if self._agent_done:
                     return 0
+            for answer in lost:
+                self._write_out(answer)
             try:
                 sock, rest = self._reconnect()
             except RelayError as exc:
@@ -234,9 +237,10 @@ class Relay:
                     sent += sock.send(view[sent:])
             except OSError:
                 with self._cond:
-                    if sent == 0:  # never reached the daemon: it goes to the next one as it is
+                    if sent == 0 and (line.key is None or self._in_flight.get(line.key) is line.request):
+                        # It never reached the daemon (and was not answered as lost): the next one gets it.
                         if line.key is not None:
-                            self._in_flight.pop(line.key, None)
+                            del self._in_flight[line.key]
                         self._outbox.appendleft(line)
                     # else: part of it may have been read; it is in flight, settled once connected again
                     if self._sock is sock:
@@ -307,22 +311,26 @@ class Relay:
         sock, rest, session = self._connect(self._session, RECONNECT_TIMEOUT_S)
         self._session = session or self._session
         rest = self._replay_handshake(sock, rest, deadline)
-        with self._cond:
-            stale, answers = list(self._in_flight.values()), []
+        with self._cond:  # what was in flight and is safe to send again goes first
+            again = [_Line(r.line, key, r) for key, r in self._in_flight.items()]
             self._in_flight.clear()
-            again = []
-            for request in stale:
-                if self._safe_to_resend(request):
-                    request.retried = True
-                    again.append(_Line(request.line, _key(request.id), request))
-                else:
-                    answers.append(_answer(request, RESTARTED))
+            for line in again:
+                assert line.request is not None
+                line.request.retried = True
             self._outbox.extendleft(reversed(again))
             self._sock = sock
             self._cond.notify_all()
-        for answer in answers:
-            self._write_out(answer)
         return sock, rest
+
+    def _settle_lost(self) -> list[bytes]:
+        """With the lock held, once the daemon is gone: the answers to the requests it took with it that
+        cannot be sent again (given at once, so the agent may retry while the daemon restarts)."""
+        answers = []
+        for key, request in list(self._in_flight.items()):
+            if not self._safe_to_resend(request):
+                del self._in_flight[key]
+                answers.append(_answer(request, RESTARTED))
+        return answers
 
     def _safe_to_resend(self, request: _Request) -> bool:
         if request.retried:
