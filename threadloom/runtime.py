@@ -22,6 +22,7 @@ from threadloom.coordination.waiting import SignalWaiters
 from threadloom.errors import ThreadloomError
 from threadloom.memory.core import CoreMemory
 from threadloom.memory.maintenance import Maintenance
+from threadloom.memory.reactivation import FLUSH_INTERVAL_S, Reactivations
 from threadloom.memory.recall import MemoryRecall
 from threadloom.memory.scoring import ScoringConfig
 from threadloom.memory.service import LinkingConfig, MemoryService
@@ -108,6 +109,7 @@ class Runtime:
         async with anyio.create_task_group() as tg:
             tg.start_soon(self.keep_vectors_current)
             tg.start_soon(self.keep_memories_maintained)
+            tg.start_soon(self.keep_recalls_recorded)
             tg.start_soon(self.waiters.poll)
             tg.start_soon(self.keep_sessions_present)
             tg.start_soon(self.keep_sessions_live)
@@ -144,6 +146,19 @@ class Runtime:
             if settled:
                 log.info("recorded %d task(s) whose spawning process had gone", settled)
 
+    async def keep_recalls_recorded(self) -> None:
+        """Write the recalls waiting to be counted (memory/reactivation.py), in one transaction, every few
+        seconds; a failed write keeps them for the next."""
+        reactivations = self.recall.reactivations
+        while True:
+            await anyio.sleep(FLUSH_INTERVAL_S)
+            if not reactivations.waiting():
+                continue
+            try:
+                await self.call(reactivations.flush)
+            except ThreadloomError as exc:
+                log.warning("recording recalls failed, kept for the next try: %s", exc.message)
+
     async def keep_memories_maintained(self) -> None:
         """Background job, every `maintenance_interval` seconds (0: never): the memory maintenance pass
         (single-flight across processes) and releasing thread claims of sessions that ended."""
@@ -153,6 +168,7 @@ class Runtime:
         while True:
             await anyio.sleep(interval)
             try:
+                await self.call(self.recall.reactivations.flush)  # the pass scores what was recalled
                 report = await self.call(self.maintenance.run)
                 released = await self.call(self.hygiene.release_orphans)
             except ThreadloomError as exc:
@@ -185,6 +201,7 @@ class Runtime:
                 log.info("embedded %d document(s)", count)
 
     def close(self) -> None:
+        self.recall.reactivations.close()
         self.store.close()
         if self.store_lock_fd is not None:
             os.close(self.store_lock_fd)
@@ -219,7 +236,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         search=search,
         embedder=LazyEmbedder(settings, on_ready=search.attach_embedder),
         memory=memory,
-        recall=MemoryRecall(store, search, scoring),
+        recall=MemoryRecall(store, search, scoring, Reactivations(store, scoring)),
         core=CoreMemory(store, memory),
         maintenance=Maintenance(store, scoring),
         threads=threads,

@@ -8,16 +8,16 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from threadloom.clock import now_ms
-from threadloom.errors import InvalidInput, NotFound, StoreFull
+from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.memory import corrections, scoring
 from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id, gist
+from threadloom.memory.reactivation import Reactivations
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope, Viewer
 from threadloom.search.query import analyse
-from threadloom.sessions import record_event
 from threadloom.store import documents, jobs, memories, memory_upkeep
-from threadloom.store.base import Reader, Store, Writer
+from threadloom.store.base import Reader, Store
 
 SUPERSEDED_FACTOR: Final = 0.3  # a superseded hit keeps this share of its score: shown for audit, ranked down
 CORE_INJECTION: Final = 3  # relevant pinned or core memories added below the hits when they missed the cut
@@ -48,10 +48,19 @@ class RecallFilters:
 
 
 class MemoryRecall:
-    def __init__(self, store: Store, engine: SearchEngine, config: scoring.ScoringConfig) -> None:
+    def __init__(
+        self,
+        store: Store,
+        engine: SearchEngine,
+        config: scoring.ScoringConfig,
+        reactivations: Reactivations | None = None,
+    ) -> None:
         self._store = store
         self._engine = engine
         self.scoring = config
+        # Without a queue of its own (a serving process passes one, flushed in the background), each
+        # recall's reactivation is written at once.
+        self.reactivations = reactivations or Reactivations(store, config, deferred=False)
 
     def _scope(self, prov: Provenance, f: RecallFilters, **extra: Any) -> MemoryScope:
         return MemoryScope(
@@ -98,14 +107,9 @@ class MemoryRecall:
         shown = chosen + injected
         refs = [ref for ref in shown if ref not in others]
         now = now_ms()
-        unrecorded = False
-        if not read_only and refs:
-            try:
-                found = self._store.write(lambda w: self._reactivate(w, refs, now, prov))
-            except StoreFull:  # a full disk must not cost the answer: only the reactivation is lost
-                read_only = unrecorded = True
-        if read_only or not refs:
-            found = self._store.read(lambda r: memories.get_many(r, refs, viewer))
+        # A full disk must not cost the answer: only the reactivation is lost.
+        unrecorded = not read_only and bool(refs) and not self.reactivations.record(refs, prov, now)
+        found = self._store.read(lambda r: self._reactivations_shown(r, refs, viewer, now))
         why_chains = self._why_chains(refs, viewer) if verbosity == "full" else {}
         out = []
         for ref in shown:
@@ -127,6 +131,8 @@ class MemoryRecall:
         caveats = list(result.caveats)
         if unrecorded:
             caveats.append("the disk is full: these memories were not marked as recalled")
+        elif not read_only and self.reactivations.failing:
+            caveats.append(f"recalls are not being recorded for now ({self.reactivations.failing}); they will be")
         if as_of is not None:
             caveats.append(
                 "as_of: what held true at that time as known now (a correction recorded later counts from its "
@@ -162,24 +168,9 @@ class MemoryRecall:
         )
         return hit.score * (SUPERSEDED_FACTOR if superseded else 1.0)
 
-    def _reactivate(self, w: Writer, refs: list[str], now: int, prov: Provenance) -> dict[str, Memory]:
-        """Mark the memories recalled now, rescore them, and return them as they now stand."""
-        found = memories.get_many(w, refs, prov.viewer())
-        degrees = memories.degrees(w, list(found))
-        for ref, memory in found.items():
-            recalls = memory.reactivation_count + 1
-            b = scoring.breakdown(self.scoring, now, degrees.get(ref, 0), recalls, now)
-            memories.update(
-                w,
-                ref,
-                last_reactivated_at=now,
-                reactivation_count=recalls,
-                decay_score=b.score,
-                status=scoring.lifecycle_status(self.scoring, b.score),
-            )
-            documents.set_status(w, "memory", ref, "superseded" if memory.superseded_by else "active")
-        record_event(w, prov, "memory.recalled", {"ids": refs[:20], "count": len(refs)})
-        return memories.get_many(w, refs, prov.viewer())
+    def _reactivations_shown(self, r: Reader, refs: list[str], viewer: Viewer, now: int) -> dict[str, Memory]:
+        """The memories as they stand, this process's recalls not yet written counted in."""
+        return self.reactivations.shown(r, memories.get_many(r, refs, viewer), now)
 
     def _why_chains(self, refs: list[str], viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
         """For each memory, what it was caused by, and what that was caused by, up to WHY_DEPTH hops

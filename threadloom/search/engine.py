@@ -128,7 +128,7 @@ class SearchEngine:
             signals = []
             facts: dict[int, tuple[int, str | None, str | None]] = {}
             prefetched = None
-            if pending is not None and embedder is not None:  # beside the model, when it runs beside
+            if pending is not None and embedder is not None and _keepable(filters):  # beside the model
                 prefetched = self._dense_index.prefetch(r, embedder.fingerprint, filters)
                 if prefetched is not None:  # a small store: every candidate's vector and facts
                     facts = dict(prefetched.facts)
@@ -240,6 +240,12 @@ class SearchEngine:
             return None
         fp = self.embedder.fingerprint
         return self._store.read(lambda r: documents.vector_coverage(r, fp))
+
+
+def _keepable(filters: Filters) -> bool:
+    """Whether candidates under `filters` may be kept until the search generation moves: reactivation does
+    not move it (migration m018), so a filter on recent activity is read afresh every time."""
+    return filters.memory is None or filters.memory.active_since is None
 
 
 def _full_text(

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
+from threadloom.store.migrations_search import M018_REACTIVATION_GENERATION_SQL
 
 
 @dataclass(frozen=True)
@@ -386,6 +387,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m014_owners", M014_OWNERS_SQL),  # SQL held in the modules beside this one
     Migration("m015_tool_requests", M015_TOOL_REQUESTS_SQL),
     Migration("m017_memory_context", M017_MEMORY_CONTEXT_SQL),
+    Migration("m018_reactivation_generation", M018_REACTIVATION_GENERATION_SQL),
 )
 
 BOOTSTRAP_SQL = """
