@@ -40,6 +40,7 @@ from pathlib import Path
 from threadloom.config import LOCAL_EMBEDDER_THREADS
 from threadloom.identity import Provenance
 from threadloom.memory.model import NewMemory
+from threadloom.memory.reactivation import Reactivations
 from threadloom.memory.recall import MemoryRecall
 from threadloom.memory.scoring import ScoringConfig
 from threadloom.memory.service import MemoryService
@@ -208,7 +209,7 @@ def run_path(
     """Ingest one conversation by `path` and ask its questions in every configuration; the ingest seconds."""
     embedder = engine.embedder
     memory = MemoryService(store, engine)
-    recall = MemoryRecall(store, engine, ScoringConfig())
+    recall = MemoryRecall(store, engine, ScoringConfig(), Reactivations(store, ScoringConfig()))  # deferred, as served
     turns = conversation(conv)
     started = time.perf_counter()
     held = ingest(memory, conv_id, path, turns)
@@ -232,6 +233,7 @@ def run_path(
             out[f"({path}) default call"].latencies.append(time.perf_counter() - started)
             score(out[f"({path}) default call"], category, evidence, [held[m["id"]] for m in got["memories"]], (5, 10))
     engine.tuning, engine.embedder = tuned, embedder
+    recall.reactivations.close()
     return ingest_s
 
 

@@ -3,7 +3,8 @@
 For each size, memories from bench/memory_data.py are stored one by one through the real
 service (duplicate and idempotency checks, similarity search for auto-links and conflict
 hints, one durable transaction each), then questions are recalled (hybrid search, graph
-activation, reactivation writes). Baselines in the same run: a bare SQLite insert of the same
+activation), each twice: as memory_recall's default call, whose reactivation is queued and written in
+batches off the reply's path as a serving process does, and read-only. Baselines in the same run: a bare SQLite insert of the same
 rows (the floor of a durable write) and BM25 alone over the same store. With --papez-python
 (a venv made by bench/setup_papez.sh), Papez 0.6.2 runs on the same data for a side-by-side.
 
@@ -31,6 +32,7 @@ from threadloom.clock import now_ms
 from threadloom.config import LOCAL_EMBEDDER_THREADS
 from threadloom.identity import Provenance
 from threadloom.memory.model import NewMemory, content_digest, memory_document, new_memory_id
+from threadloom.memory.reactivation import Reactivations
 from threadloom.memory.recall import MemoryRecall
 from threadloom.memory.scoring import ScoringConfig
 from threadloom.memory.service import MemoryService
@@ -124,7 +126,7 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
         engine = SearchEngine(store, embedder)
         config = ScoringConfig()
         service = MemoryService(store, engine, config)
-        recall = MemoryRecall(store, engine, config)
+        recall = MemoryRecall(store, engine, config, Reactivations(store, config))  # deferred, as served
         bulk = max(0, n - measured) if n > BULK_ABOVE or force_bulk else 0
         started_bulk = time.perf_counter()
         for start in range(0, bulk, 5_000):
@@ -142,15 +144,17 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
             store_times.append(time.perf_counter() - started)
         fill_s = time.perf_counter() - started_fill
         bare = bare_inserts(home, rows[: min(n, 5_000)])
-        recall_times, bm25_times = [], []
-        for q in asked:
-            started = time.perf_counter()
-            recall.recall(q, PROV, k=10)
-            recall_times.append(time.perf_counter() - started)
+        recall_times, read_only_times, bm25_times = [], [], []
+        for i, q in enumerate(asked):
+            for read_only in (False, True) if i % 2 else (True, False):
+                started = time.perf_counter()
+                recall.recall(q, PROV, k=10, read_only=read_only)
+                (read_only_times if read_only else recall_times).append(time.perf_counter() - started)
             terms = analyse(q).terms
             started = time.perf_counter()
             store.read(lambda r, t=terms: documents.lexical(r, t, Filters(kinds=("memory",)), 10))
             bm25_times.append(time.perf_counter() - started)
+        recall.reactivations.close()
         edges = store.read(lambda r: r.scalar("SELECT count(*) FROM memory_edges"))
         resident = rss_mb()
         peak = peak_rss_mb()
@@ -167,6 +171,8 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
         "bare_insert_ms_p50": statistics.median(bare) * 1000,
         "recall_ms_p50": statistics.median(recall_times) * 1000,
         "recall_ms_p95": pct(recall_times, 0.95) * 1000,
+        "read_only_ms_p50": statistics.median(read_only_times) * 1000,
+        "read_only_ms_p95": pct(read_only_times, 0.95) * 1000,
         "bm25_ms_p50": statistics.median(bm25_times) * 1000,
         "bm25_ms_p95": pct(bm25_times, 0.95) * 1000,
         "auto_edges": edges,
@@ -206,6 +212,7 @@ def main() -> None:
     print(f"threadloom memory benchmark, embedder={args.embedder}, {args.queries} questions per size")
     header = (
         f"{'n':>8} {'store p50':>10} {'p95 ms':>8} {'stores/s':>9} {'bare ins':>9} {'recall p50':>11} {'p95 ms':>8}"
+        f" {'read-only p50':>14} {'p95':>6}"
         f" {'bm25 p50':>9} {'p95':>6} {'edges':>7} {'rss MB':>7} {'disk MB':>8} {'cold s':>7}"
     )
     print(header)
@@ -216,10 +223,13 @@ def main() -> None:
         print(
             f"{r['n']:>8} {r['store_ms_p50']:>10.2f} {r['store_ms_p95']:>8.2f} {r['stores_per_s']:>9.0f}"
             f" {r['bare_insert_ms_p50']:>9.3f} {r['recall_ms_p50']:>11.2f} {r['recall_ms_p95']:>8.2f}"
+            f" {r['read_only_ms_p50']:>14.2f} {r['read_only_ms_p95']:>6.2f}"
             f" {r['bm25_ms_p50']:>9.2f} {r['bm25_ms_p95']:>6.2f} {r['auto_edges']:>7} {r['rss_mb']:>7.0f}"
             f" {r['disk_mb']:>8.1f} {r['cold_recall_s']:>7.2f}",
             flush=True,
         )
+    print("recall: memory_recall's default call (reactivating what it returns, written in the background as a")
+    print("serving process does); read-only: the same questions with read_only=true, interleaved with it;")
     print("store: the whole service path, durable (above 20,000: the last --measured-stores of them, after a bulk")
     print("load of the rest); bare ins: a plain SQLite insert of the same row (the floor);")
     print("bm25: FTS5 alone over the same store; cold s: a fresh `threadloom memory recall` process, spawn to answer")
