@@ -492,3 +492,21 @@ def test_a_question_naming_a_source_is_embedded_without_the_name(store: SqliteSt
     names_kept = replace(tuning, weights=replace(dense, source_boost=0.0))
     kept = {h.ref: h.why for h in SearchEngine(store, HashingEmbedder(), names_kept).search("Sam's puppy").hits}
     assert "dense" in kept["sam"]
+
+
+def test_close_matches_keep_close_scores_whatever_the_size_of_the_store(tmp_path: Path) -> None:
+    """Scores are absolute (fusion.py): the weaker of two close matches is not 0, as min-max over the candidates
+    made it, and a match scores about the same among 2 documents as among 500."""
+    old, new = "The staging database host is db-old", "The staging database host moved to db-new"
+    scores = []
+    for fillers in (0, 498):
+        store = open_store(tmp_path / f"{fillers}.db")
+        engine = SearchEngine(store)
+        filler = [Document("note", f"f{i}", f"lunch order {i} for the team offsite {i % 7}") for i in range(fillers)]
+        add(engine, store, Document("note", "old", old), Document("note", "new", new), *filler)
+        hits = {h.ref: h.why["lexical"] for h in engine.search("staging database host").hits}
+        store.close()
+        assert set(hits) == {"old", "new"} and min(hits.values()) > 0.8 * max(hits.values())
+        scores.append(hits)
+    small, large = scores
+    assert all(abs(small[ref] - large[ref]) < 0.1 for ref in small)
