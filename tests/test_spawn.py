@@ -19,6 +19,8 @@ from threadloom.identity import Provenance
 from threadloom.sessions import SessionInfo, SessionService
 from threadloom.store.sqlite import SqliteStore, open_store
 
+pytestmark = pytest.mark.slow  # real child processes with deadlines of seconds
+
 FAKE = f"{sys.executable} {Path(__file__).parent / 'fake_agent.py'}"
 
 

@@ -22,6 +22,7 @@ from threadloom.identity import Provenance
 from threadloom.sessions import SessionInfo, SessionService
 from threadloom.store.sqlite import SqliteStore, open_store
 
+pytestmark = pytest.mark.slow  # real child processes with deadlines of seconds
 FAKE = f"{sys.executable} {Path(__file__).parent / 'fake_agent.py'}"
 # A process that spawns one child and prints its task id, to be killed -9 while the child runs.
 SPAWNING = """

@@ -182,6 +182,7 @@ def _update_many(repo: str, db: str, n: int) -> None:
     store.close()
 
 
+@pytest.mark.slow
 def test_eight_processes_updating_one_project_lose_no_update_and_tear_no_file(tmp_path: Path) -> None:
     store = open_store(tmp_path / "t.db")
     ThreadService(store, SearchEngine(store)).create_project(
