@@ -230,3 +230,22 @@ def test_eight_sessions_keep_their_ids_through_two_kills(home: Path) -> None:
         for raw in sessions:
             raw.close()
     print(f"all 8 sessions served again {', '.join(f'{t:.2f}' for t in took)} s after each kill")
+
+
+def test_a_call_in_flight_when_the_daemon_is_stopped_is_answered_at_once(home: Path) -> None:
+    raw = RawSession(home, THREADLOOM_TOOLSET="default,coordination")
+    try:
+        raw.initialize()
+        raw.request("tools/list")
+        wait = {"name": "signal_inbox", "arguments": {"wait_s": 60}}
+        raw.send_line(json.dumps({"jsonrpc": "2.0", "id": 95, "method": "tools/call", "params": wait}).encode())
+        time.sleep(0.5)  # the call is waiting in the daemon
+        started = time.monotonic()
+        assert cli(home, "daemon", "stop").returncode == 0
+        reply = raw.read()
+        assert time.monotonic() - started < 15
+        assert reply["id"] == 95
+        assert reply["result"]["structuredContent"]["retryable"] is True
+        assert status(raw)["session"]["id"]  # and the session goes on with a new daemon
+    finally:
+        raw.close()

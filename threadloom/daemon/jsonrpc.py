@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,6 +158,18 @@ def diagnose(line: bytes, detail: str) -> Refusal:
         return Refusal(why, [_answer(message, INVALID_PARAMS, why, tool_args=True)])
     why = f"invalid request: {detail}"[:500]
     return Refusal(why, [error_line(message["id"], INVALID_REQUEST, why)])
+
+
+def skip_line(start: bytes, read: Callable[[], bytes]) -> tuple[bytes, bytes, int, bytes]:
+    """Read and drop the rest of a line over the limit that begins with `start` (`read` gives b"" at the end):
+    its first and last WINDOW_BYTES, its size, and what followed it."""
+    head, tail, size = start[:WINDOW_BYTES], start[-WINDOW_BYTES:], len(start)
+    while data := read():
+        at = data.find(b"\n")
+        if at >= 0:
+            return head, (tail + data[:at])[-WINDOW_BYTES:], size + at, data[at + 1 :]
+        tail, size = (tail + data)[-WINDOW_BYTES:], size + len(data)
+    return head, tail, size, b""
 
 
 def _leading_members(head: str) -> dict[str, Any]:

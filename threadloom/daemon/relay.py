@@ -1,19 +1,16 @@
 """The bridge's relay: JSON-RPC lines between the agent (stdio) and the daemon (socket), across daemon restarts.
 
-Standard library only. It reads each line's envelope and no more, so that when the daemon goes
-away (kill -9, an OOM kill, an upgrade, `daemon stop`) the agent's session goes on:
-
-- The relay connects again, to a fresh daemon that it starts if need be, and asks for the same
-  session id (the daemon gave it in `welcome`). It does so at once when requests were in flight or
-  the daemon left its socket behind (it died); after a clean stop, only when the agent next sends.
-- It replays the agent's own `initialize` (and `notifications/initialized`) to the new daemon and
-  keeps the answer to itself: the agent never initializes twice.
-- A request that was in flight is sent again when that is safe (read-only MCP methods, and tools a
-  `tools/list` answer marked read-only or idempotent), once; any other gets an answer at once: a
-  tool error `{"error": "...restarted during this call; retry it", "retryable": true}` for
-  `tools/call`, a JSON-RPC error otherwise. So the agent sees at most one slow call.
-- Reconnecting is bounded (`RECONNECT_TIMEOUT_S`, and `MAX_RECONNECTS` a minute); past it, what is
-  in flight is answered, one line on stderr says why, and the bridge exits.
+Standard library only. It reads each line's envelope and no more, so that when the daemon goes away
+(kill -9, an OOM kill, an upgrade, `daemon stop`) the agent's session goes on. It connects again, to
+a fresh daemon it starts if need be, asking for the same session id (the daemon gave it in `welcome`):
+at once when requests were in flight or the daemon died (it left its socket), else when the agent next
+sends. It replays the agent's own `initialize` (and `notifications/initialized`) and keeps the answer:
+the agent never initializes twice. A request in flight is sent again, once, when that is safe
+(read-only MCP methods; tools a `tools/list` answer marked read-only or idempotent); any other is
+answered at once, a tool error `{"error": "...restarted during this call; retry it", "retryable":
+true}` for `tools/call`, a JSON-RPC error otherwise: the agent sees at most one slow call.
+Reconnecting is bounded (`RECONNECT_TIMEOUT_S`, `MAX_RECONNECTS` a minute); past that, what is in
+flight is answered, one line on stderr says why, and the bridge exits.
 """
 
 from __future__ import annotations
@@ -70,10 +67,6 @@ class _Line:
 _END = _Line(b"")  # the agent closed its stdin
 
 
-def _key(request_id: Any) -> str:
-    return json.dumps(request_id)
-
-
 class Relay:
     def __init__(
         self, connect: Connect, socket_path: Path, sock: socket.socket, pending: bytes, session: str | None
@@ -93,6 +86,7 @@ class Relay:
         self._init_answered = False
         self._initialized = False
         self._agent_done = False
+        self._sending = False
         self._fatal: str | None = None
         self._reconnects: list[float] = []
 
@@ -100,17 +94,21 @@ class Relay:
         threading.Thread(target=self._read_agent, daemon=True, name="agent-to-daemon").start()
         threading.Thread(target=self._send, daemon=True, name="send-to-daemon").start()
         sock, rest = self._sock, self._pending
-        while True:
-            assert sock is not None
+        while sock is not None:
             self._pump(sock, rest)
             with self._cond:
                 if self._sock is sock:
                     self._sock = None
                 with contextlib.suppress(OSError):
                     sock.shutdown(socket.SHUT_RDWR)  # wakes a send blocked on it
+                while self._sending:
+                    self._cond.wait()
                 sock.close()
                 lost = self._settle_lost()
-                died = self._socket_path.exists()  # a killed daemon leaves its socket; a stopped one does not
+            for answer in lost:
+                self._write_out(answer)
+            died = self._socket_path.exists()  # a killed daemon leaves its socket; a stopped one does not
+            with self._cond:
                 while not (self._agent_done or self._fatal or self._in_flight or self._outbox or died):
                     self._cond.wait()
                 if self._fatal:
@@ -118,13 +116,12 @@ class Relay:
                     return 1
                 if self._agent_done:
                     return 0
-            for answer in lost:
-                self._write_out(answer)
             try:
                 sock, rest = self._reconnect()
             except RelayError as exc:
                 self._give_up(str(exc))
                 return 1
+        return 0
 
     # The agent's side.
 
@@ -149,16 +146,7 @@ class Relay:
 
     def _skip_oversized(self, buffer: bytearray) -> bytearray:
         """Answer a line over the limit (never sent, never held whole); what followed it is returned."""
-        window = jsonrpc.WINDOW_BYTES
-        head, tail, size = bytes(buffer[:window]), bytes(buffer[-window:]), len(buffer)
-        rest = bytearray()
-        with contextlib.suppress(OSError):
-            while data := os.read(0, 65536):
-                at = data.find(b"\n")
-                if at >= 0:
-                    tail, size, rest = (tail + data[:at])[-window:], size + at, bytearray(data[at + 1 :])
-                    break
-                tail, size = (tail + data)[-window:], size + len(data)
+        head, tail, size, rest = jsonrpc.skip_line(bytes(buffer), _read_stdin)
         refusal = jsonrpc.oversized(head, tail, size)
         if refusal is None:
             with self._cond:
@@ -170,7 +158,7 @@ class Relay:
         else:
             for reply in refusal.replies:
                 self._write_out(reply)
-        return rest
+        return bytearray(rest)
 
     def _from_agent(self, data: bytes) -> None:
         try:
@@ -183,7 +171,7 @@ class Relay:
             if "id" in message and jsonrpc.valid_id(message["id"]):
                 params = message.get("params")
                 tool = params.get("name") if isinstance(params, dict) and method == "tools/call" else None
-                line.key = _key(message["id"])
+                line.key = json.dumps(message["id"])
                 line.request = _Request(message["id"], method, tool if isinstance(tool, str) else None, data)
                 if method == "initialize":
                     with self._cond:
@@ -192,7 +180,7 @@ class Relay:
                 self._initialized = True
             elif method == "notifications/cancelled" and isinstance(message.get("params"), dict):
                 with self._cond:
-                    self._in_flight.pop(_key(message["params"].get("requestId")), None)
+                    self._in_flight.pop(json.dumps(message["params"].get("requestId")), None)
         self._enqueue(line)
 
     def _enqueue(self, line: _Line) -> None:
@@ -226,6 +214,7 @@ class Relay:
                 line, sock = self._outbox.popleft(), self._sock
                 if line.request is not None and line.key is not None:
                     self._in_flight[line.key] = line.request
+                self._sending = True
                 self._cond.notify_all()
             sent = 0
             try:
@@ -237,16 +226,19 @@ class Relay:
                     sent += sock.send(view[sent:])
             except OSError:
                 with self._cond:
-                    if sent == 0 and (line.key is None or self._in_flight.get(line.key) is line.request):
-                        # It never reached the daemon (and was not answered as lost): the next one gets it.
+                    if sent == 0:  # it never reached the daemon: the next one gets it, as it is
                         if line.key is not None:
-                            del self._in_flight[line.key]
+                            self._in_flight.pop(line.key, None)
                         self._outbox.appendleft(line)
-                    # else: part of it may have been read; it is in flight, settled once connected again
+                    # else part of it may have been read: it is in flight, and settled as such
                     if self._sock is sock:
                         self._sock = None
                     with contextlib.suppress(OSError):
                         sock.shutdown(socket.SHUT_RDWR)
+            finally:
+                with self._cond:
+                    self._sending = False  # what is in flight is settled only once no send is under way
+                    self._cond.notify_all()
 
     def _pump(self, sock: socket.socket, rest: bytes) -> None:
         """The daemon's lines to the agent, whole lines only, until the connection ends."""
@@ -277,7 +269,7 @@ class Relay:
             if match is None:
                 continue
             with self._cond:
-                request = self._in_flight.pop(_key(json.loads(match.group(1))), None)
+                request = self._in_flight.pop(json.dumps(json.loads(match.group(1))), None)
                 if request is not None and request is self._init:
                     self._init_answered = True
                 self._cond.notify_all()
@@ -397,3 +389,10 @@ def _answer(request: _Request, message: str) -> bytes:
     if request.method == "tools/call":
         return jsonrpc.tool_error_line(request.id, message, retryable=True)
     return jsonrpc.error_line(request.id, jsonrpc.INTERNAL_ERROR, message.replace("this call", "this request"))
+
+
+def _read_stdin() -> bytes:
+    try:
+        return os.read(0, 65536)
+    except OSError:
+        return b""
