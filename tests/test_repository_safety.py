@@ -374,12 +374,20 @@ def test_a_missing_root_is_refused_and_not_created(home: Path, tmp_path: Path) -
 async def test_a_root_that_is_a_file_or_missing_gets_a_clear_error_over_mcp(home: Path, tmp_path: Path) -> None:
     a_file = tmp_path / "notes.txt"
     a_file.write_text("not a folder\n")
+    hello = b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+    hello += b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
     for root, expected in ((a_file, f"{a_file} is not a folder"), (tmp_path / "nope", "does not exist")):
-        params = serve_params(home, "--in-process", THREADLOOM_ROOT=str(root), THREADLOOM_TOOLSET="full")
-        async with Client(params, mode="legacy") as client:
-            result = await client.call_tool("thread_project", {"action": "create", "title": "Shop"})
-        assert result.is_error and expected in structured(result)["error"], structured(result)
-        assert "internal error" not in structured(result)["error"]
+        for mode in (("--in-process",), ()):  # a per-session setting is checked when the session starts
+            done = subprocess.run(
+                [PY, "-m", "threadloom", "serve", *mode],
+                input=hello,
+                env=env_for(home, THREADLOOM_ROOT=str(root), THREADLOOM_TOOLSET="full"),
+                capture_output=True,
+                timeout=60,
+            )
+            stderr = done.stderr.decode()
+            assert done.returncode == 2 and expected in stderr, (mode, done.returncode, stderr)
+            assert "internal error" not in stderr and "Traceback" not in stderr
     assert not (tmp_path / "nope").exists() and a_file.read_text() == "not a folder\n"
 
 
