@@ -8,11 +8,12 @@ transaction, never while holding the writer.
 from __future__ import annotations
 
 import json
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
 
 from threadloom.clock import now_ms
-from threadloom.errors import InvalidInput, NotFound
+from threadloom.errors import InvalidInput, NotFound, StoreBusy, StoreFull
 from threadloom.identity import Provenance
 from threadloom.memory import scoring
 from threadloom.memory.conflicts import conflict_reason
@@ -123,7 +124,6 @@ class MemoryService:
             memory = memories.get(w, memory_id)
             assert memory is not None
             doc_id = documents.upsert(w, memory_document(memory), now)
-            # One stored after another in its session is embedded after it, by `embed_pending` below.
             if vector is not None and self._engine.embedder is not None and not documents.follows(w, doc_id):
                 documents.put_vector(
                     w,
@@ -150,8 +150,9 @@ class MemoryService:
             return Stored(memory, True, edges=tuple(edges), auto_links=tuple(autos), possible_conflicts=conflicts)
 
         stored = self._store.write(tx)
-        if stored.created and vector is not None:
-            self._engine.embed_pending(changed_since=now)
+        if stored.created and vector is not None:  # one that follows another in its session: embedded after it
+            with suppress(StoreBusy, StoreFull):  # stored all the same: the background job embeds it then
+                self._engine.embed_pending(changed_since=now)
         return stored
 
     def _earlier(self, r: Reader, new: NewMemory, prov: Provenance, digest: str) -> Stored | None:
