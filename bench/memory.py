@@ -3,9 +3,10 @@
 For each size, memories from bench/memory_data.py are stored one by one through the real
 service (duplicate and idempotency checks, similarity search for auto-links and conflict
 hints, one durable transaction each), then questions are recalled (hybrid search, graph
-activation), each twice: as memory_recall's default call, whose reactivation is queued and written in
-batches off the reply's path as a serving process does, and read-only. Baselines in the same run: a bare SQLite insert of the same
-rows (the floor of a durable write) and BM25 alone over the same store. With --papez-python
+activation), each twice: as memory_recall's default call, whose reactivation is queued and written
+in batches off the reply's path as a serving process does, and read-only. Baselines in the same
+run: a bare SQLite insert of the same rows (the floor of a durable write) and BM25 alone over the
+same store. With --papez-python
 (a venv made by bench/setup_papez.sh), Papez 0.6.2 runs on the same data for a side-by-side.
 
     python bench/memory.py --sizes 10000,100000 [--embedder none|local] [--papez-python /tmp/papez-venv/bin/python]
