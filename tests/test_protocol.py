@@ -50,43 +50,41 @@ def still_serves(raw: RawSession) -> None:
     assert raw.request("ping")["result"] == {}
 
 
-@pytest.mark.parametrize(
-    ("line", "answer_id", "code"),
-    [
-        (b'{"jsonrpc":"2.0","id":41,"method":"tools/list","params":["all"]}', 41, -32602),
-        (b'{"jsonrpc":"2.0","id":"p","method":"tools/call","params":"status"}', "p", -32602),
-        (b'{"jsonrpc":"1.0","id":42,"method":"tools/list"}', 42, -32600),
-        (b'{"id":43,"method":"tools/list"}', 43, -32600),
-        (b'{"jsonrpc":"2.0","id":44,"method":42}', 44, -32600),
-        (
-            b'{"jsonrpc":"2.0","id":45,"method":"tools/call","params":{"name":"status","arguments":{"x":"\xff\xfe"}}}',
-            45,
-            -32700,
-        ),
-        (b'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', None, -32600),
-        (b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', None, -32600),
-        (b"this is not json", None, -32700),
-        (b'{"jsonrpc":"2.0","id":46,"method":"tools/list"', 46, -32700),
-        (
-            b'{"jsonrpc":"2.0","id":47,"method":"tools/call","params":{"name":"status","arguments":{"x":'
-            + b"[" * 5000
-            + b"]" * 5000
-            + b"}}}",
-            47,
-            -32700,
-        ),
-        (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', None, -32600),
-        (b"[]", None, -32600),
-    ],
-)
-def test_a_malformed_request_gets_a_json_rpc_error_with_its_id(
-    raw: RawSession, line: bytes, answer_id: object, code: int
-) -> None:
-    raw.send_line(line)
-    reply = raw.read()
-    assert reply["id"] == answer_id
-    assert reply["error"]["code"] == code
-    assert reply["error"]["message"]
+# (line, the id its answer carries, the JSON-RPC error code)
+MALFORMED = [
+    (b'{"jsonrpc":"2.0","id":41,"method":"tools/list","params":["all"]}', 41, -32602),
+    (b'{"jsonrpc":"2.0","id":"p","method":"tools/call","params":"status"}', "p", -32602),
+    (b'{"jsonrpc":"1.0","id":42,"method":"tools/list"}', 42, -32600),
+    (b'{"id":43,"method":"tools/list"}', 43, -32600),
+    (b'{"jsonrpc":"2.0","id":44,"method":42}', 44, -32600),
+    (
+        b'{"jsonrpc":"2.0","id":45,"method":"tools/call","params":{"name":"status","arguments":{"x":"\xff\xfe"}}}',
+        45,
+        -32700,
+    ),
+    (b'{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}', None, -32600),
+    (b'{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', None, -32600),
+    (b"this is not json", None, -32700),
+    (b'{"jsonrpc":"2.0","id":46,"method":"tools/list"', 46, -32700),
+    (
+        b'{"jsonrpc":"2.0","id":47,"method":"tools/call","params":{"name":"status","arguments":{"x":'
+        + b"[" * 5000
+        + b"]" * 5000
+        + b"}}}",
+        47,
+        -32700,
+    ),
+    (b'{"jsonrpc":"2.0","id":null,"method":"ping"}', None, -32600),
+    (b"[]", None, -32600),
+]
+
+
+def test_every_malformed_request_gets_a_json_rpc_error_with_its_id(raw: RawSession) -> None:
+    for line, answer_id, code in MALFORMED:
+        raw.send_line(line)
+        reply = raw.read()
+        assert (reply["id"], reply["error"]["code"]) == (answer_id, code), line[:80]
+        assert reply["error"]["message"]
     still_serves(raw)
 
 
@@ -101,19 +99,19 @@ def test_a_batch_gets_one_error_per_request_in_it(raw: RawSession) -> None:
     still_serves(raw)
 
 
-@pytest.mark.parametrize("where", ["argument", "tool name"])
-def test_a_lone_surrogate_is_a_tool_error_naming_it(raw: RawSession, where: str) -> None:
-    params = (
-        b'{"name":"memory_store","arguments":{"content":"half \\ud83d a smile"}}'
-        if where == "argument"
-        else b'{"name":"stat\\udfffus","arguments":{}}'
-    )
-    raw.send_line(b'{"jsonrpc":"2.0","id":61,"method":"tools/call","params":' + params + b"}")
-    reply = raw.read()
-    assert reply["id"] == 61
-    assert reply["result"]["isError"] is True
-    assert "lone UTF-16 surrogate" in reply["result"]["structuredContent"]["error"]
-    assert reply["result"]["structuredContent"]["retryable"] is False
+def test_a_lone_surrogate_is_a_tool_error_naming_it(raw: RawSession) -> None:
+    for n, params in enumerate(
+        [
+            b'{"name":"memory_store","arguments":{"content":"half \\ud83d a smile"}}',
+            b'{"name":"stat\\udfffus","arguments":{}}',
+        ]
+    ):
+        raw.send_line(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":%s}' % (61 + n, params))
+        reply = raw.read()
+        assert reply["id"] == 61 + n
+        assert reply["result"]["isError"] is True
+        assert "lone UTF-16 surrogate" in reply["result"]["structuredContent"]["error"]
+        assert reply["result"]["structuredContent"]["retryable"] is False
     # A surrogate pair is one character: it goes through.
     smile = raw.request("tools/call", {"name": "memory_store", "arguments": {"content": "a smile \U0001f600 here"}})
     assert smile["result"]["isError"] is False, smile
@@ -125,32 +123,33 @@ def test_a_notification_or_response_that_is_malformed_gets_no_answer(raw: RawSes
     assert raw.request("ping")["result"] == {}  # the next line read is the ping's answer
 
 
-@pytest.mark.parametrize("order", ["id first", "id last"])
-def test_a_request_over_the_size_limit_is_answered_and_the_session_goes_on(raw: RawSession, order: str) -> None:
-    content = "x" * (MAX_MESSAGE_BYTES + 1024)
-    params = {"name": "memory_store", "arguments": {"content": content}}
-    if order == "id first":  # the Python SDK's order
-        message = {"jsonrpc": "2.0", "id": 71, "method": "tools/call", "params": params}
-    else:  # the TypeScript SDK's
-        message = {"method": "tools/call", "params": params, "jsonrpc": "2.0", "id": 71}
-    raw.send_line(json.dumps(message).encode())
-    reply = raw.read()
-    assert reply["id"] == 71
-    assert reply["result"]["isError"] is True
-    assert "over the 16 MiB limit" in reply["result"]["structuredContent"]["error"]
+def test_a_request_over_the_size_limit_is_answered_and_the_session_goes_on(raw: RawSession) -> None:
+    params = {"name": "memory_store", "arguments": {"content": "x" * (MAX_MESSAGE_BYTES + 1024)}}
+    for message in [
+        {"jsonrpc": "2.0", "id": 71, "method": "tools/call", "params": params},  # the Python SDK's order
+        {"method": "tools/call", "params": params, "jsonrpc": "2.0", "id": 71},  # the TypeScript SDK's
+    ]:
+        raw.send_line(json.dumps(message).encode())
+        reply = raw.read()
+        assert reply["id"] == 71
+        assert reply["result"]["isError"] is True
+        assert "over the 16 MiB limit" in reply["result"]["structuredContent"]["error"]
     still_serves(raw)
 
 
-def test_an_oversized_request_whose_id_cannot_be_found_closes_the_session_saying_why(home: Path) -> None:
-    raw = RawSession(home, "--in-process")
+@pytest.mark.parametrize(("mode", "code"), [("bridge", 1), ("in-process", 0)])
+def test_an_oversized_request_whose_id_cannot_be_found_closes_the_session_saying_why(
+    home: Path, mode: str, code: int
+) -> None:
+    raw = RawSession(home, *MODES[mode])
     raw.initialize()
     params = {"name": "memory_store", "arguments": {"content": "x" * (MAX_MESSAGE_BYTES + 1024)}}
     message = {"jsonrpc": "2.0", "method": "tools/call", "params": params, "id": 72, "more": {"a": "b" * 100_000}}
     raw.send_line(json.dumps(message).encode())
     assert raw.proc.stdout is not None and raw.proc.stderr is not None
     assert raw.proc.stdout.readline() == b""
-    assert raw.proc.wait(timeout=20) == 0
-    assert b"whose id could not be found" in raw.proc.stderr.read()
+    assert raw.proc.wait(timeout=20) == code
+    assert b"id could not be found" in raw.proc.stderr.read()
     raw.close()
 
 
