@@ -17,8 +17,8 @@ TypeScript SDK's). When neither holds it, the session is closed: nothing can ans
 from __future__ import annotations
 
 import json
+import os
 import re
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -160,16 +160,31 @@ def diagnose(line: bytes, detail: str) -> Refusal:
     return Refusal(why, [error_line(message["id"], INVALID_REQUEST, why)])
 
 
-def skip_line(start: bytes, read: Callable[[], bytes]) -> tuple[bytes, bytes, int, bytes]:
-    """Read and drop the rest of a line over the limit that begins with `start` (`read` gives b"" at the end):
-    its first and last WINDOW_BYTES, its size, and what followed it."""
+def skip_line(start: bytes, fd: int) -> tuple[bytes, bytes, int, bytes]:
+    """Read from `fd` and drop the rest of a line over the limit that begins with `start`: its first and
+    last WINDOW_BYTES, its size, and what followed it."""
     head, tail, size = start[:WINDOW_BYTES], start[-WINDOW_BYTES:], len(start)
-    while data := read():
+    while data := _read(fd):
         at = data.find(b"\n")
         if at >= 0:
             return head, (tail + data[:at])[-WINDOW_BYTES:], size + at, data[at + 1 :]
         tail, size = (tail + data)[-WINDOW_BYTES:], size + len(data)
     return head, tail, size, b""
+
+
+def _read(fd: int) -> bytes:
+    try:
+        return os.read(fd, 65536)
+    except OSError:
+        return b""
+
+
+def lost_answer(request_id: str | int, method: str, message: str) -> bytes:
+    """The answer to a request the daemon that took it could not give: retryable, as a tool error for a
+    `tools/call` and a JSON-RPC error otherwise."""
+    if method == "tools/call":
+        return tool_error_line(request_id, message, retryable=True)
+    return error_line(request_id, INTERNAL_ERROR, message.replace("this call", "this request"))
 
 
 def _leading_members(head: str) -> dict[str, Any]:

@@ -34,7 +34,7 @@ from threadloom.daemon import jsonrpc
 RECONNECT_TIMEOUT_S = 20.0
 MAX_RECONNECTS = 10  # in RECONNECT_WINDOW_S: a daemon that keeps dying is not chased forever
 RECONNECT_WINDOW_S = 60.0
-OUTBOX_LINES = 64  # lines read from the agent and not yet sent: past this, the agent's stdin waits
+OUTBOX_LINES, OUTBOX_BYTES = 64, 32 * 1024 * 1024  # read from the agent, not yet sent: past either, stdin waits
 RESTARTED = "the threadloom daemon restarted during this call; retry it"
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
 # An answer as the daemon writes one (pydantic and json.dumps both put `jsonrpc` then `id` first).
@@ -146,7 +146,7 @@ class Relay:
 
     def _skip_oversized(self, buffer: bytearray) -> bytearray:
         """Answer a line over the limit (never sent, never held whole); what followed it is returned."""
-        head, tail, size, rest = jsonrpc.skip_line(bytes(buffer), _read_stdin)
+        head, tail, size, rest = jsonrpc.skip_line(bytes(buffer), 0)
         refusal = jsonrpc.oversized(head, tail, size)
         if refusal is None:
             with self._cond:
@@ -185,10 +185,13 @@ class Relay:
 
     def _enqueue(self, line: _Line) -> None:
         with self._cond:
-            while len(self._outbox) >= OUTBOX_LINES and not self._fatal:
+            while self._outbox and not self._fatal and self._outbox_full():
                 self._cond.wait()
             self._outbox.append(line)
             self._cond.notify_all()
+
+    def _outbox_full(self) -> bool:
+        return len(self._outbox) >= OUTBOX_LINES or sum(len(ln.data) for ln in self._outbox) >= OUTBOX_BYTES
 
     def _write_out(self, data: bytes) -> bool:
         with self._stdout:
@@ -321,7 +324,7 @@ class Relay:
         for key, request in list(self._in_flight.items()):
             if not self._safe_to_resend(request):
                 del self._in_flight[key]
-                answers.append(_answer(request, RESTARTED))
+                answers.append(jsonrpc.lost_answer(request.id, request.method, RESTARTED))
         return answers
 
     def _safe_to_resend(self, request: _Request) -> bool:
@@ -375,7 +378,11 @@ class Relay:
             self._cond.notify_all()
         first, _, more = reason.partition("\n")
         for request in stale:
-            self._write_out(_answer(request, f"the threadloom daemon is gone and could not be restarted: {first}"))
+            self._write_out(
+                jsonrpc.lost_answer(
+                    request.id, request.method, f"the threadloom daemon is gone and could not be restarted: {first}"
+                )
+            )
         if more:
             print(more, file=sys.stderr)
         print(
@@ -383,16 +390,3 @@ class Relay:
             "(restart the MCP server)",
             file=sys.stderr,
         )
-
-
-def _answer(request: _Request, message: str) -> bytes:
-    if request.method == "tools/call":
-        return jsonrpc.tool_error_line(request.id, message, retryable=True)
-    return jsonrpc.error_line(request.id, jsonrpc.INTERNAL_ERROR, message.replace("this call", "this request"))
-
-
-def _read_stdin() -> bytes:
-    try:
-        return os.read(0, 65536)
-    except OSError:
-        return b""

@@ -41,6 +41,7 @@ MAX_MESSAGE_BYTES = jsonrpc.MAX_MESSAGE_BYTES
 # Requests of one session being worked on or waiting for their answer to be read. Agents make a few calls
 # at once; a session at the limit is not read until one is answered and its answer taken.
 MAX_IN_FLIGHT = 32
+MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024  # of request lines: a few messages at the size limit
 LOGGED_REFUSALS = 5  # per session: a client sending garbage in a loop must not fill the log
 MAX_LOG_CHARS = 2000
 DRAIN_S = 10.0  # how long the answers to a session's last requests are awaited once it has closed its side
@@ -145,25 +146,32 @@ class LineReader:
 
 
 class _InFlight:
-    """The requests a session sent that have not been answered yet. At `MAX_IN_FLIGHT` its next request waits
-    (and with it, everything behind it in its own stream), so a session that never reads its answers holds
-    a bounded amount of memory and work and pauses alone, never the others."""
+    """The requests a session sent that have not been answered yet. At `MAX_IN_FLIGHT` of them, or
+    `MAX_IN_FLIGHT_BYTES` of their lines, its next request waits (and with it, everything behind it in
+    its own stream), so a session that never reads its answers holds a bounded amount of memory and work
+    and pauses alone, never the others. A request alone is always admitted."""
 
-    def __init__(self, limit: int) -> None:
-        self._slots = anyio.Semaphore(limit)
-        self._ids: dict[str | int, int] = {}
+    def __init__(self, count: int, size: int) -> None:
+        self._count, self._size = count, size
+        self._ids: dict[str | int, list[int]] = {}  # the sizes of the requests in flight under each id
+        self._n = self._bytes = 0
+        self._changed = anyio.Event()
 
-    async def admit(self, request_id: str | int) -> None:
-        await self._slots.acquire()
-        self._ids[request_id] = self._ids.get(request_id, 0) + 1
+    async def admit(self, request_id: str | int, size: int) -> None:
+        while self._n and (self._n >= self._count or self._bytes + size > self._size):
+            await self._changed.wait()
+        self._ids.setdefault(request_id, []).append(size)
+        self._n, self._bytes = self._n + 1, self._bytes + size
 
     def settle(self, request_id: object) -> None:
         if not isinstance(request_id, str | int) or request_id not in self._ids:
             return
-        self._ids[request_id] -= 1
+        size = self._ids[request_id].pop()
         if not self._ids[request_id]:
             del self._ids[request_id]
-        self._slots.release()
+        self._n, self._bytes = self._n - 1, self._bytes - size
+        self._changed.set()
+        self._changed = anyio.Event()
 
     async def drain(self, seconds: float, reading: Callable[[], bool]) -> None:
         """Wait (up to `seconds`) until every request is answered while the peer still reads: a client may
@@ -205,7 +213,7 @@ async def serve_lines(
     """Serve one MCP session over newline-delimited JSON-RPC until the peer closes its side."""
     read_writer, read_stream = create_context_streams[SessionMessage | Exception](0)
     write_stream, write_reader = create_context_streams[SessionMessage](0)
-    output, in_flight, refusals = _Output(writer), _InFlight(MAX_IN_FLIGHT), [0]
+    output, in_flight, refusals = _Output(writer), _InFlight(MAX_IN_FLIGHT, MAX_IN_FLIGHT_BYTES), [0]
     # The SDK answers a second `initialize` under the first one's id, leaving it unanswered: the transport
     # answers it, with the first one's result once there is one.
     handshake: dict[str, Any] = {}
@@ -255,7 +263,7 @@ async def serve_lines(
                     continue
                 handshake["id"] = message.id
             if isinstance(message, types.JSONRPCRequest):
-                await in_flight.admit(message.id)
+                await in_flight.admit(message.id, len(line))
             elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
                 in_flight.settle((message.params or {}).get("requestId"))
             await read_writer.send(SessionMessage(message))
@@ -263,12 +271,12 @@ async def serve_lines(
     async def pump_out() -> None:
         async with write_reader:
             async for message in write_reader:
-                data = message.message.model_dump_json(by_alias=True, exclude_unset=True)
-                await output.send(data.encode() + b"\n")
-                if isinstance(message.message, types.JSONRPCResponse | types.JSONRPCError):
-                    in_flight.settle(message.message.id)
-                    if message.message.id == handshake.get("id") and isinstance(message.message, types.JSONRPCResponse):
-                        handshake.setdefault("result", message.message.result)
+                answer = message.message
+                if isinstance(answer, types.JSONRPCResponse) and answer.id == handshake.get("id"):
+                    handshake.setdefault("result", answer.result)  # before the client can send another
+                await output.send(answer.model_dump_json(by_alias=True, exclude_unset=True).encode() + b"\n")
+                if isinstance(answer, types.JSONRPCResponse | types.JSONRPCError):
+                    in_flight.settle(answer.id)
                 if not output.open:
                     return
 
