@@ -10,7 +10,6 @@ exist, and none of alice's rows or files may change.
 
 from __future__ import annotations
 
-import re
 import time
 from contextlib import AsyncExitStack
 from pathlib import Path
@@ -43,10 +42,6 @@ from threadloom.server.tools import TOOLS
 pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 TOKEN = "matrix-token-0123456789"
 EVERY_TOOL = {t.name for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS)}
-
-# Leaks known and not yet fixed (name: pattern of the finding); each listed must still happen, so a fix
-# fails the test until its entry goes. None are known.
-KNOWN_LEAKS: dict[str, str] = {}
 
 
 def needles(alice: Alice, elsewhere: bool, other_user: bool) -> dict[str, str]:
@@ -139,10 +134,7 @@ async def test_no_wrong_user_sees_changes_or_detects_anything_of_alices(home: Pa
     findings += changes(before, after)
     findings += [f"alice's file {f} changed" for f, digest in files.items() if files_now.get(f) != digest]
 
-    unknown = [f for f in findings if not any(re.search(p, f) for p in KNOWN_LEAKS.values())]
-    fixed = [name for name, p in KNOWN_LEAKS.items() if not any(re.search(p, f) for f in findings)]
-    assert not unknown, "\n".join(unknown)
-    assert not fixed, f"fixed, so remove from KNOWN_LEAKS: {fixed}"
+    assert not findings, "\n".join(findings)
     counts = {p.label: (len(p.tools), len(p.resources), len(p.prompts), p.calls) for p in probes}
     print(f"\nisolation matrix (tools, resources, prompts, calls): {counts} in {time.monotonic() - started:.1f}s")
 

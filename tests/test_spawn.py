@@ -4,7 +4,6 @@ process layer, no paid model."""
 from __future__ import annotations
 
 import multiprocessing
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -13,15 +12,13 @@ from typing import Any
 import pytest
 
 from tests.helpers import wait_for
+from tests.spawning import FAKE, parent, spawner
 from threadloom.coordination.spawn import AdmissionRefused, SpawnConfig, SpawnService
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
-from threadloom.sessions import SessionInfo, SessionService
 from threadloom.store.sqlite import SqliteStore, open_store
 
 pytestmark = pytest.mark.slow  # real child processes with deadlines of seconds
-
-FAKE = f"{sys.executable} {Path(__file__).parent / 'fake_agent.py'}"
 
 
 @pytest.fixture
@@ -29,18 +26,6 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
     s = open_store(tmp_path / "threadloom.db")
     yield s
     s.close()
-
-
-def parent(store: SqliteStore, repo: Path) -> Provenance:
-    info = SessionInfo(
-        id="parent-1", vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1, user="ana"
-    )
-    SessionService(store).open(info)
-    return info.provenance()
-
-
-def spawner(store: SqliteStore, home: Path, **kw: object) -> SpawnService:
-    return SpawnService(store, home, SpawnConfig(command=FAKE, grace_s=1.0, **kw))  # type: ignore[arg-type]
 
 
 def finished(service: SpawnService, task_id: str) -> dict[str, object] | None:

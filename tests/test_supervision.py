@@ -16,14 +16,13 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import wait_for
+from tests.spawning import FAKE, parent, spawner
 from threadloom.coordination import processes, supervision
-from threadloom.coordination.spawn import AdmissionRefused, SpawnConfig, SpawnService
+from threadloom.coordination.spawn import AdmissionRefused, SpawnService
 from threadloom.identity import Provenance
-from threadloom.sessions import SessionInfo, SessionService
 from threadloom.store.sqlite import SqliteStore, open_store
 
 pytestmark = pytest.mark.slow  # real child processes with deadlines of seconds
-FAKE = f"{sys.executable} {Path(__file__).parent / 'fake_agent.py'}"
 # A process that spawns one child and prints its task id, to be killed -9 while the child runs.
 SPAWNING = """
 import sys
@@ -44,18 +43,6 @@ def store(tmp_path: Path) -> Iterator[SqliteStore]:
     s = open_store(tmp_path / "threadloom.db")
     yield s
     s.close()
-
-
-def parent(store: SqliteStore, repo: Path) -> Provenance:
-    info = SessionInfo(
-        id="parent-1", vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1, user="ana"
-    )
-    SessionService(store).open(info)
-    return info.provenance()
-
-
-def spawner(store: SqliteStore, home: Path, **kw: object) -> SpawnService:
-    return SpawnService(store, home, SpawnConfig(command=FAKE, grace_s=1.0, **kw))  # type: ignore[arg-type]
 
 
 def logged(service: SpawnService, task_id: str, prov: Provenance, key: str) -> int | None:

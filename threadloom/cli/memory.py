@@ -30,10 +30,6 @@ LOCAL_MODEL_WAIT_S = 120.0
 memory_app = typer.Typer(help="Store, recall and maintain the memory graph.", no_args_is_help=True)
 
 
-def _epoch_ms(text: str | None, name: str = "--as-of") -> int | None:
-    return instant(text, name)
-
-
 @memory_app.command("store")
 def store(
     content: str,
@@ -80,7 +76,7 @@ def recall(
     """
     config = settings()
     verbosity = "concise" if concise else "full"
-    when = _epoch_ms(as_of)
+    when = instant(as_of, "--as-of")
     if _recall_in_daemon(config, query, k, verbosity, read_only, when):
         return
 
@@ -146,8 +142,8 @@ def search(
         categories=tuple(category or ()),
         entity=entity,
         statuses=tuple(status or ()),
-        created_since=_epoch_ms(since, "--since"),
-        active_since=_epoch_ms(active_since, "--active-since"),
+        created_since=instant(since, "--since"),
+        active_since=instant(active_since, "--active-since"),
         all_projects=all_projects,
     )
     run_in_session(lambda rt, prov: rt.recall.search(query, prov, filters, k))
