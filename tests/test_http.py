@@ -135,6 +135,23 @@ def test_per_client_identity_headers_are_refused(http_server: Served, header: st
     assert refused["retryable"] is False
 
 
+@pytest.mark.parametrize(
+    ("header", "value", "named"),
+    [
+        ("X-Threadloom-Toolset", "everything", "everything"),
+        ("X-Threadloom-Session-Id", "bad id!", "THREADLOOM_SESSION_ID"),
+        ("X-Threadloom-Parent-Session", "bad id!", "THREADLOOM_PARENT_SESSION"),
+    ],
+)
+def test_a_malformed_session_header_is_refused_before_the_session_starts(
+    http_server: Served, header: str, value: str, named: str
+) -> None:
+    status, body = http_server.post({header: value})
+    assert status == 400
+    refused = json.loads(body)
+    assert named in refused["error"] and "TaskGroup" not in refused["error"], refused
+
+
 async def test_every_http_client_acts_as_the_servers_own_user(home: Path, repo: Path) -> None:
     with serve_http(home, repo, THREADLOOM_USER="owner") as served:
         async with client(served) as c:

@@ -28,6 +28,7 @@ from threadloom.server.http_gates import BearerTokenGate, ClientHeaderGate, Orig
 from threadloom.server.http_guard import Limits, bound_logs
 from threadloom.server.http_roots import HttpConnectionState, RootPolicy
 from threadloom.server.http_token import stored_token
+from threadloom.server.transport import check_session_settings
 
 __all__ = ["access_token", "http_app", "is_loopback", "parse_bind", "serve_http"]
 
@@ -74,7 +75,7 @@ def http_app(server: ThreadloomServer, settings: Settings, host: str, token: str
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=host,
     )
-    app = ClientHeaderGate(app, roots, os.getcwd())
+    app = ClientHeaderGate(app, roots, os.getcwd(), partial(check_session_settings, server))
     app = OriginGate(app, host, settings.allowed_origins())
     return app if token is None else BearerTokenGate(app, token)
 

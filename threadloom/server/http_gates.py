@@ -11,6 +11,7 @@ from __future__ import annotations
 import hmac
 import ipaddress
 import json
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -110,13 +111,25 @@ class OriginGate:
         await self.app(scope, receive, send)
 
 
-class ClientHeaderGate:
-    """Refuses identity headers, and a root header outside the folders this server may use."""
+# Per-session settings an HTTP client may send as headers, checked before any session starts.
+SESSION_HEADERS = (
+    (b"x-threadloom-toolset", "THREADLOOM_TOOLSET"),
+    (b"x-threadloom-session-id", "THREADLOOM_SESSION_ID"),
+    (b"x-threadloom-parent-session", "THREADLOOM_PARENT_SESSION"),
+)
 
-    def __init__(self, app: ASGIApp, roots: RootPolicy, cwd: str) -> None:
+
+class ClientHeaderGate:
+    """Refuses identity headers, a root header outside the folders this server may use, and per-session
+    headers `check` refuses (an unknown toolset, a malformed session id): 400 before the session starts."""
+
+    def __init__(
+        self, app: ASGIApp, roots: RootPolicy, cwd: str, check: Callable[[dict[str, str]], object] | None = None
+    ) -> None:
         self.app = app
         self._roots = roots
         self._cwd = cwd
+        self._check = check
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
@@ -126,6 +139,13 @@ class ClientHeaderGate:
             for value in header_values(scope, b"x-threadloom-root"):
                 try:  # decoded as the app behind decodes it (Starlette: latin-1)
                     self._roots.resolve({"THREADLOOM_ROOT": value.decode("latin-1")}, [], self._cwd)
+                except ThreadloomError as exc:
+                    await refuse(send, 400, exc.message)
+                    return
+            if self._check is not None:
+                env = {var: v.decode("latin-1") for name, var in SESSION_HEADERS for v in header_values(scope, name)}
+                try:
+                    self._check(env)
                 except ThreadloomError as exc:
                     await refuse(send, 400, exc.message)
                     return

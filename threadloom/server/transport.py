@@ -58,7 +58,7 @@ def open_connection(
 ) -> ConnectionState:
     """One connection's state with every per-session setting checked now, so that a bad one refuses the
     session at its start with one line (ThreadloomError), not each call later."""
-    toolset = toolset_for(server, env)
+    toolset = check_session_settings(server, env)
     state = ConnectionState(runtime=server.runtime, transport=transport, env=env, cwd=cwd, pid=pid, toolset=toolset)
     state.identity()
     try:
@@ -66,10 +66,21 @@ def open_connection(
     except InvalidInput as exc:
         source = "THREADLOOM_SESSION_ID" if env.get("THREADLOOM_SESSION_ID") else "the bridge's session id"
         raise InvalidInput(f"{source}: {exc.message}") from None
-    parent_session_from(env.get("THREADLOOM_PARENT_SESSION"))
     if env.get("THREADLOOM_ROOT"):
         project_root(env, [], cwd)
     return state
+
+
+def check_session_settings(server: ThreadloomServer, env: Mapping[str, str]) -> frozenset[str]:
+    """The per-session settings a client names (toolset, session id, parent), checked; the session's tools."""
+    toolset = toolset_for(server, env)
+    if env.get("THREADLOOM_SESSION_ID"):
+        try:
+            session_id_from(env["THREADLOOM_SESSION_ID"])
+        except InvalidInput as exc:
+            raise InvalidInput(f"THREADLOOM_SESSION_ID: {exc.message}") from None
+    parent_session_from(env.get("THREADLOOM_PARENT_SESSION"))
+    return toolset
 
 
 async def _serve(server: ThreadloomServer, read_stream: object, write_stream: object, state: ConnectionState) -> None:
