@@ -42,7 +42,8 @@ def status() -> None:
 
 @daemon_app.command()
 def stop() -> None:
-    """Stop the daemon now; open sessions end, and the next agent session starts a fresh one."""
+    """Stop the daemon now. Open agent sessions reconnect to a fresh daemon on their next call (the same session
+    goes on); a call in flight is retried or answered with a retryable error."""
     s = settings()
     reply = control.stop(s.layout.socket)
     if reply is None:
