@@ -53,9 +53,9 @@ def test_services_and_storage_never_import_a_surface(path: Path) -> None:
         assert name.split(".")[0] not in SURFACE_LIBRARIES, f"{path.name} imports {name}"
 
 
-def test_the_bridge_imports_only_the_standard_library() -> None:
+def test_the_bridge_and_the_hooks_import_only_the_standard_library() -> None:
     code = (
-        "import sys, threadloom.entry, threadloom.daemon.bridge, threadloom.daemon.control;"
+        "import sys, threadloom.entry, threadloom.daemon.bridge, threadloom.daemon.control, threadloom.hooks.run;"
         "top = {m.split('.')[0] for m in sys.modules};"
         "print(sorted(top - set(sys.stdlib_module_names) - {'threadloom', '__main__'}))"
     )

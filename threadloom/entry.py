@@ -2,7 +2,9 @@
 
 `threadloom serve` with no options is what every agent CLI starts, once per
 conversation, so it goes straight to the standard-library bridge without
-loading the CLI framework. Everything else goes through the typer app.
+loading the CLI framework; `threadloom hook ...`, which agent CLIs run at each
+session's start, goes straight to the standard-library hooks the same way.
+Everything else goes through the typer app.
 """
 
 from __future__ import annotations
@@ -17,6 +19,10 @@ def main() -> None:
         from threadloom.daemon.bridge import main as bridge_main
 
         sys.exit(bridge_main())
+    if args[:1] == ["hook"]:
+        from threadloom.hooks.run import main as hook_main
+
+        sys.exit(hook_main(args[1:]))
     if args[:2] == ["daemon", "run"] and (len(args) == 2 or (len(args) == 4 and args[2] == "--lock-fd")):
         # The daemon lock comes first, before anything heavy is imported: a bridge takes it and hands it
         # over (`--lock-fd`); a daemon started by hand takes it here, and leaves at once if it is held.

@@ -25,6 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from threadloom import __version__
 from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.daemon import protocol
+from threadloom.daemon.hook_op import hook_op
 from threadloom.errors import ThreadloomError
 from threadloom.home import try_lock
 from threadloom.identity import Identity, Provenance, detect_vendor, project_root, session_id_from
@@ -190,6 +191,9 @@ class Daemon:
     async def _control(self, op: str, header: dict[str, Any]) -> dict[str, Any]:
         if op == "recall":
             return await self._recall(header)
+        if op == "hook":
+            self._last_activity = time.monotonic()
+            return await hook_op(self.runtime, header)
         if op == "stop":
             self.retire(force=True)
             return {"ok": True, "pid": os.getpid()}
