@@ -4,6 +4,8 @@ real daemon in a temporary home."""
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -213,3 +215,42 @@ def test_the_hook_process_imports_only_the_standard_library(home: Path, tmp_path
     )
     assert "threadloom brief" in json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     assert done.stderr.decode().strip().splitlines()[-1] == "[]"
+
+
+def test_a_hook_its_client_killed_before_the_reply_leaves_the_daemon_serving(home: Path, tmp_path: Path) -> None:
+    repo = repository(tmp_path)
+    assert hook(home, "session-start", claude_start(repo), "--client", "claude").returncode == 0
+    pid = daemon_pid(home)
+    request = {"kind": "control", "op": "hook", "event": "session-start", "client": "claude", "vendor": "claude"}
+    request |= {"cwd": str(repo), "render": True, "env": {}}
+    for _ in range(10):  # sent, then the connection reset at once (SO_LINGER 0), as a killed hook leaves it
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.connect(str(home / "daemon.sock"))
+        sock.sendall(json.dumps(request).encode() + b"\n")
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        sock.close()
+    again = hook(home, "session-start", claude_start(repo), "--client", "claude")
+    assert "threadloom brief" in json.loads(again.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert daemon_pid(home) == pid
+
+
+def test_the_end_of_a_client_session_whose_bridge_still_serves_leaves_the_session_to_it(
+    home: Path, tmp_path: Path
+) -> None:
+    repo = repository(tmp_path)
+    bridge = RawSession(home)  # through the daemon: its agent pid is this test process, the hooks' parent
+    try:
+        bridge.initialize()
+        reply = bridge.request("tools/call", {"name": "status", "arguments": {}})
+        session = reply["result"]["structuredContent"]["session"]["id"]
+        end = {"session_id": "c-8", "cwd": str(repo), "hook_event_name": "SessionEnd", "reason": "clear"}
+        assert hook(home, "session-end", end, "--client", "claude").returncode == 0
+        assert ended_at(home, session) is None  # /clear: the MCP server, and its session, go on
+        [ended] = events(home, "client.session_ended")
+        assert ended["session_id"] == session and ended["detail"]["ended"] is False
+        # Another user's hook from the same agent process is never tied to this user's session.
+        assert hook(home, "session-end", end, "--client", "claude", THREADLOOM_USER="mallory").returncode == 0
+        assert events(home, "client.session_ended")[1]["session_id"] is None
+    finally:
+        bridge.close()
+    assert ended_at(home, session) is not None

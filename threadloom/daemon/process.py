@@ -142,7 +142,7 @@ class Daemon:
                 return
             kind = header.get("kind")
             if kind == protocol.CONTROL:
-                await stream.send(protocol.encode(await self._control(str(header.get("op")), header)))
+                await self._answer_control(stream, header)
                 return
             if kind != protocol.HELLO:
                 return
@@ -187,6 +187,20 @@ class Daemon:
             )
         except ThreadloomError as exc:
             return exc.message
+
+    async def _answer_control(self, stream: SocketStream, header: dict[str, Any]) -> None:
+        """One control request's reply. Neither a failing op nor a client gone before its reply (a hook its
+        agent CLI killed on a timeout) may take the daemon, and every session on it, down."""
+        op = str(header.get("op"))
+        try:
+            reply = await self._control(op, header)
+        except Exception as exc:  # logged whole; the caller gets one line
+            log.exception("control op %r failed", op)
+            reply = {"ok": False, "error": f"control op {op!r} failed ({type(exc).__name__}); see the daemon log"}
+        try:
+            await stream.send(protocol.encode(reply))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            log.info("the %r caller left before its reply", op)
 
     async def _control(self, op: str, header: dict[str, Any]) -> dict[str, Any]:
         if op == "recall":
