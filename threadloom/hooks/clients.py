@@ -3,8 +3,8 @@
 One small formatter per client: `output(event, text)` is what the hook prints on stdout for the text to
 reach the model, or None where the client cannot inject context at that event (then the hook prints
 nothing: it never pretends). Every client below injects at session start at most; none lets a
-pre-compaction hook add context, so `pre-compact` only records. Claude Code and Codex fire their
-SessionStart hook again after a compaction (`source: compact`), which is where the thread is re-injected.
+pre-compaction hook add context, so `pre-compact` only records. Claude Code fires its SessionStart hook
+again after a compaction (`source: compact`), which is where the thread is re-injected.
 """
 
 from __future__ import annotations
