@@ -101,6 +101,7 @@ def _register_groups() -> None:
     from threadloom.cli.http import http_app
     from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
+    from threadloom.cli.setup import setup
     from threadloom.cli.threads import thread_app
     from threadloom.cli.watch import watch
 
@@ -113,6 +114,7 @@ def _register_groups() -> None:
     app.command()(check)
     app.command()(reindex)
     app.command()(watch)
+    app.command()(setup)
 
 
 def run() -> None:
