@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import PY, RawSession, daemon_pid, env_for
+from threadloom.daemon import control
 from threadloom.store.sqlite import SqliteStore
 
 
@@ -175,6 +176,14 @@ def test_session_end_is_journaled_and_ties_to_the_agents_threadloom_session(home
         session = reply["result"]["structuredContent"]["session"]["id"]
         start = hook(home, "session-start", claude_start(repo, "c-7"), "--client", "claude")
         assert start.returncode == 0 and json.loads(start.stdout)
+        # With no ancestor to go by (say, the agent process has gone), the journal's earlier hook ties it.
+        compacting = {"event": "pre-compact", "client": "claude", "vendor": "claude", "client_session": "c-7"}
+        compacting |= {"cwd": str(repo), "ancestors": "not a list", "env": {}}
+        assert control.request(home / "daemon.sock", "hook", **compacting) == {
+            "ok": True,
+            "text": None,
+            "session": session,
+        }
         end = {"session_id": "c-7", "cwd": str(repo), "hook_event_name": "SessionEnd", "reason": "prompt_input_exit"}
         done = hook(home, "session-end", end, "--client", "claude")
         assert (done.returncode, done.stdout, done.stderr) == (0, "", "")

@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from threadloom.agents import VENDORS
 from threadloom.brief import render_brief
+from threadloom.clock import now_ms
 from threadloom.errors import ThreadloomError
 from threadloom.identity import FOREGROUND, Identity, Provenance, detect_vendor, project_root
 from threadloom.runtime import Runtime
@@ -28,6 +29,7 @@ EVENT_KINDS: Final = {
     "pre-compact": "client.compacting",
 }
 MAX_ANCESTORS: Final = 8
+JOURNAL_MS: Final = 7 * 24 * 3600 * 1000  # how far back an earlier hook of the same client session is looked for
 _COLUMNS: Final = ("id", "vendor", "transport", "project", "cwd", "pid", "client_name", "origin", "parent_id", "user")
 _SESSION_COLUMNS: Final = ", ".join((*_COLUMNS, "org", "ended_at"))
 _JOINED_COLUMNS: Final = ", ".join(f"s.{c}" for c in (*_COLUMNS, "org", "ended_at"))
@@ -48,10 +50,16 @@ async def hook_op(runtime: Runtime, header: dict[str, Any]) -> dict[str, Any]:
         vendor = header.get("vendor")
         vendor = vendor if vendor in VENDORS and vendor != "other" else detect_vendor(None, env)
         client_session = _text(header, "client_session")
-        ancestors = [p for p in header.get("ancestors") or [] if isinstance(p, int) and p > 1][:MAX_ANCESTORS]
+        raw_pids = header.get("ancestors")
+        pids = raw_pids if isinstance(raw_pids, list) else []
+        ancestors = [p for p in pids if isinstance(p, int) and not isinstance(p, bool) and p > 1][:MAX_ANCESTORS]
         named = env.get("THREADLOOM_SESSION_ID")
         linked = await runtime.call(
-            runtime.store.read, lambda r: linked_session(r, who.user, str(vendor), named, ancestors, client_session)
+            runtime.store.read,
+            # At session start the journal has nothing to offer (and the hook is on the user's wait).
+            lambda r: linked_session(
+                r, who.user, str(vendor), named, ancestors, client_session if event != "session-start" else None
+            ),
         )
         prov = Provenance(
             session_id=linked["id"] if linked else None,
@@ -104,14 +112,15 @@ def linked_session(
         if rows:  # the nearest ancestor wins: the agent itself, not the shell it was started from
             return min(rows, key=lambda row: ancestors.index(row["pid"]))
     if client_session:
-        # The detail is JSON with sorted keys and no spaces, as sessions.record_event writes it.
+        # The detail is JSON with sorted keys and no spaces, as sessions.record_event writes it; the last
+        # JOURNAL_DAYS of the journal only (events_at), not every tool call ever journaled.
         needle = json.dumps({"client_session": client_session}, separators=(",", ":"))[1:-1]
         pattern = "%" + needle.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
         return r.one(
             f"SELECT {_JOINED_COLUMNS} FROM events e "
             "JOIN sessions s ON s.id = e.session_id WHERE e.kind = :kind AND s.user = :u "
-            "AND e.detail LIKE :pattern ESCAPE '\\' ORDER BY e.id DESC LIMIT 1",
-            {"kind": EVENT_KINDS["session-start"], "u": user, "pattern": pattern},
+            "AND e.at >= :since AND e.detail LIKE :pattern ESCAPE '\\' ORDER BY e.id DESC LIMIT 1",
+            {"kind": EVENT_KINDS["session-start"], "u": user, "pattern": pattern, "since": now_ms() - JOURNAL_MS},
         )
     return None
 
