@@ -35,7 +35,7 @@ def whisper(text: str) -> None:
                                        env=dict(os.environ))  # fmt: skip
         async with Client(params, mode="legacy") as client:
             parent = os.environ["THREADLOOM_PARENT_SESSION"]
-            args = {"to": parent, "text": text, "task": os.environ["THREADLOOM_TASK"]}
+            args = {"to": parent, "text": text, "task_id": os.environ["THREADLOOM_TASK"]}
             try:
                 result = await client.call_tool("signal_send", args)
             except Exception as exc:  # an agent carries on, as a real one would

@@ -28,13 +28,14 @@ DEFAULT_TOOLS = (
     "memory_store",
     "memory_recall",
     "memory_amend",
-    "memory_core",
     "thread_context",
     "thread_create",
     "thread_summary",
     "thread_note",
     "thread_status",
     "thread_project",
+    "signal_send",
+    "signal_inbox",
 )
 
 

@@ -80,11 +80,11 @@ async def memories(p: Probe, alice: Alice, elsewhere: bool, first: bool, mine: s
     await p.tool("memory_core", {"key": CORE_KEY, "content": f"{p.label} deploys on fridays"}, expect=no_error)
     await p.tool("memory_core", {})
     for query in (SEARCH, f"{SEARCH} {PRIVATE['keyed']} {PRIVATE['org']}", DUP_TEXT, "tabs deploys bazel gateway"):
-        await p.tool("memory_recall", {"query": query, "k": 50, "read_only": True})
-        await p.tool("memory_recall", {"query": query, "k": 50, "all_projects": True})
-        await p.tool("memory_search", {"query": query, "k": 200, "all_projects": True})
+        await p.tool("memory_recall", {"query": query, "limit": 50, "read_only": True})
+        await p.tool("memory_recall", {"query": query, "limit": 50, "all_projects": True})
+        await p.tool("memory_search", {"query": query, "limit": 200, "all_projects": True})
     for wide in (False, True):
-        listing = {"query": "", "k": 200, "all_projects": wide}
+        listing = {"query": "", "limit": 200, "all_projects": wide}
         await p.tool("memory_search", listing | {"active_since": 0})
         await p.tool("memory_search", listing | {"statuses": EVERY_STATUS})
         await p.tool("memory_search", listing | {"entity": "zeppelin"})
@@ -121,23 +121,23 @@ async def threads(p: Probe, alice: Alice, elsewhere: bool) -> None:
     await p.tool("thread_delete", on_hers, hidden=thread)
     await p.tool("thread_stats", {})
     for action in ("pickup", "compost", "janitor"):
-        await p.tool("thread_janitor", {"action": action, "count": 50})
+        await p.tool("thread_janitor", {"action": action, "limit": 50})
     await p.tool("thread_janitor", {"action": "janitor", "apply": True})
     await p.tool("thread_init_files", {"targets": ["generic"]})
 
 
 async def coordination(p: Probe, alice: Alice, elsewhere: bool) -> None:
     await p.tool("peers", {"window_s": 604_800})
-    await p.tool("peers", {"this_project": True})
+    await p.tool("peers", {"all_projects": False})
     for to in (*alice.sessions, alice.sessions[0][:8]):
         await p.tool("signal_send", {"to": to, "text": "hello"}, hidden=to if elsewhere else None)
         await p.tool("signal_send", {"kind": "ask", "to": to, "text": "well?"}, hidden=to if elsewhere else None)
     for everywhere in (False, True):
-        broadcast = {"kind": "broadcast", "text": "anyone?", "everywhere": everywhere}
+        broadcast = {"kind": "broadcast", "text": "anyone?", "all_projects": everywhere}
         await p.tool("signal_send", broadcast, expect=reaches_none_of(alice.sessions) if elsewhere else None)
     task = alice.task_ids[0]
-    await p.tool("signal_send", {"kind": "broadcast", "text": "tagged", "task": task}, hidden=task)
-    await p.tool("signal_respond", {"ask_id": alice.ask_id, "text": "yes"}, hidden=alice.ask_id)
+    await p.tool("signal_send", {"kind": "broadcast", "text": "tagged", "task_id": task}, hidden=task)
+    await p.tool("signal_send", {"kind": "answer", "reply_to": alice.ask_id, "text": "yes"}, hidden=alice.ask_id)
     await p.tool("signal_inbox", {"include_read": True, "limit": 200})
     await p.tool("signal_inbox", {})
     await p.tool("catch_up", {"peek": True, "limit": 500})

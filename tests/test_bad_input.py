@@ -26,7 +26,7 @@ CASES: list[tuple[str, dict[str, Any], str]] = [
     ("memory_store", {"content": "a\x00b"}, "NUL"),
     ("memory_store", {"content": "x", "entities": ["e"] * 5_000}, "entities"),
     ("thread_create", {"title": "bad\x00title"}, "NUL"),
-    ("signal_respond", {"ask_id": 2**70, "text": "hi"}, "ask_id"),
+    ("signal_send", {"kind": "answer", "reply_to": 2**70, "text": "hi"}, "reply_to"),
     ("spawn", {"prompt": "hi", "cwd": "/" + "d" * 100_000}, "cwd"),
     ("spawn", {"prompt": "hi", "cwd": "/tmp/a\x00b"}, "NUL"),
     ("spawn", {"prompt": "hi", "cwd": "/etc"}, "outside this session's project"),

@@ -65,7 +65,7 @@ async def test_ask_waits_for_the_answer_from_another_process(home: Path) -> None
             tg.start_soon(ask)
             box = structured(await dev.call_tool("signal_inbox", {"wait_s": 20}))
             question = box["unread"][0]
-            await dev.call_tool("signal_respond", {"ask_id": question["id"], "text": "yes"})
+            await dev.call_tool("signal_send", {"kind": "answer", "reply_to": question["id"], "text": "yes"})
         assert answer["timed_out"] is False and answer["answer"]["body"] == "yes"  # type: ignore[index]
 
 

@@ -83,7 +83,7 @@ async def test_no_wrong_user_sees_changes_or_detects_anything_of_alices(home: Pa
         before, files = dump_rows(db, "alice"), tree_digest(alice.repo)
 
         control = Probe("control/alice", a1, needles(alice, elsewhere=True, other_user=False))
-        await control.tool("memory_search", {"query": "", "k": 200})
+        await control.tool("memory_search", {"query": "", "limit": 200})
         assert any("alice's private keyed" in f for f in control.findings), "the probe sees nothing"
 
         for label, c, elsewhere in (("stdio/bob", bob, False), ("stdio/carol", carol, True)):

@@ -15,7 +15,7 @@ from mcp import Client
 
 from tests.embedding_endpoint import hashing_endpoint
 from tests.helpers import serve_params, structured
-from threadloom.clock import now_ms
+from threadloom.clock import instant, now_ms
 
 pytestmark = pytest.mark.anyio
 
@@ -140,7 +140,8 @@ async def test_as_of_answers_with_a_correction_recorded_late_and_what_was_believ
     async with Client(params, mode="legacy") as client:
         await model_ready(client, bool(search_env))
         old = await store(client, "Payments run on MySQL", valid_from=ms(2024, 3, 1))
-        believed_at = int((await call(client, "memory_search", {"query": "payments"}))["memories"][0]["created_at"])
+        first = (await call(client, "memory_search", {"query": "payments"}))["memories"][0]
+        believed_at = instant(first["created_at"], "created_at")  # an ISO time, to the millisecond
         with anyio.fail_after(5):
             while now_ms() <= believed_at:  # the correction comes strictly later than the first record
                 await anyio.sleep(0.001)

@@ -45,7 +45,7 @@ async def test_a_decision_written_each_way_an_agent_can_is_found_by_memory_recal
         found = structured(await client.call_tool("memory_recall", {"query": QUESTION}))["memories"]
         notes_only = structured(await client.call_tool("memory_recall", {"query": QUESTION, "kinds": ["note"]}))
         concise = structured(
-            await client.call_tool("memory_recall", {"query": QUESTION, "verbosity": "concise", "k": 4})
+            await client.call_tool("memory_recall", {"query": QUESTION, "verbosity": "concise", "limit": 4})
         )
         by_entity = structured(await client.call_tool("memory_recall", {"query": QUESTION, "entity": "bus"}))
         context = structured(await client.call_tool("thread_context", {"thread_id": found[0]["thread"] or "main"}))
@@ -84,7 +84,7 @@ async def test_another_users_quote_is_never_found_while_the_projects_notes_are(h
     async with Client(bob, mode="legacy") as client:
         seen = structured(await client.call_tool("memory_recall", {"query": "zebra event bus NATS Kafka hears"}))
         quotes = structured(
-            await client.call_tool("memory_recall", {"query": "zebra Kafka hears", "kinds": ["quote"], "k": 50})
+            await client.call_tool("memory_recall", {"query": "zebra Kafka hears", "kinds": ["quote"], "limit": 50})
         )
     elsewhere = serve_params(
         home, THREADLOOM_ROOT=str(tmp_path), THREADLOOM_SESSION_ID="alice-2", THREADLOOM_USER="alice"

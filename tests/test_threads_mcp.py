@@ -135,8 +135,9 @@ async def test_a_bom_is_read_and_a_parent_cycle_is_reported_by_name_not_lost(hom
         (folder / "pong.md").write_text(thread_file("pong", "ping"))
         (folder / "ball.md").write_text(thread_file("ball", "ping"))
         view = structured(await client.call_tool("thread_context", {}))
-        switched = structured(await client.call_tool("thread_context", {"thread_id": "ball"}))
-        missing = await client.call_tool("thread_context", {"thread_id": "nope"})  # a refused switch moves nothing
+        await client.call_tool("thread_status", {"status": "active", "thread_id": "ball"})
+        switched = structured(await client.call_tool("thread_context", {}))
+        missing = await client.call_tool("thread_status", {"status": "active", "thread_id": "nope"})  # moves nothing
         still = structured(await client.call_tool("thread_context", {}))
         resource = (await client.read_resource("threadloom://tree")).contents[0]
     assert "edited" in view["tree"] and "windows" in view["tree"]

@@ -15,21 +15,23 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ListToolsResult, TextContent
+from mcp_types import Tool as MCPTool
 from pydantic import ValidationError
 
-from threadloom import __version__, requests
+from threadloom import __version__, requests, scrub
 from threadloom.errors import ThreadloomError
 from threadloom.guide import INSTRUCTIONS
 from threadloom.requests import Request
 from threadloom.runtime import Runtime
 from threadloom.server import errors
+from threadloom.server.compact import compact_tool, iso_times
 from threadloom.server.connection import ConnectionState, connection_of
 from threadloom.server.coordination_tools import COORDINATION_TOOLS
 from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.thread_views import add_thread_views
 from threadloom.server.tools import TOOLS, status_report
-from threadloom.server.toolsets import ToolDef, select_tools
+from threadloom.server.toolsets import ToolDef, first_paragraph, select_tools
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,10 @@ class ThreadloomServer(MCPServer[Any]):
     def lowlevel(self) -> Any:
         return self._lowlevel_server
 
+    async def list_tools(self) -> list[MCPTool]:
+        """tools/list as an agent pays for it: the schemas compacted (argument validation is unchanged)."""
+        return [compact_tool(tool) for tool in await super().list_tools()]
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         started = time.perf_counter()
         ran = True
@@ -73,7 +79,7 @@ class ThreadloomServer(MCPServer[Any]):
             replayed = await self.runtime.call(requests.earlier, self.runtime.store, *astuple(request)[:3])
             if replayed is not None:
                 return _structured(replayed)
-        token = requests.CURRENT.set(request)
+        token, scrubbed = requests.CURRENT.set(request), scrub.collect()  # what the call's writes scrubbed
         try:
             result = await super().call_tool(name, arguments, context)
         except MCPError:
@@ -90,8 +96,14 @@ class ThreadloomServer(MCPServer[Any]):
                 ran, result = False, errors.error_result(str(exc), retryable=False)
         finally:
             requests.CURRENT.reset(token)
+            scrubbed.close()
+        if scrubbed.kinds and isinstance(result, CallToolResult) and not result.is_error and result.structured_content:
+            result = _structured(result.structured_content | {"scrubbed": scrubbed.kinds})
+        if isinstance(result, CallToolResult) and not result.is_error and result.structured_content is not None:
+            result = _structured(iso_times(result.structured_content))
         if request is not None and isinstance(result, CallToolResult) and not result.is_error:
-            await self.runtime.call(requests.remember, self.runtime.store, request, result.structured_content or {})
+            kept = self.runtime.scrubber.tree(result.structured_content or {})  # a replay record is persisted too
+            await self.runtime.call(requests.remember, self.runtime.store, request, kept)
         if ran and context is not None:
             await self._journal(context, name, result, time.perf_counter() - started)
         return result
@@ -250,10 +262,11 @@ def _add_resources_and_prompts(server: ThreadloomServer) -> None:
         return json.dumps(await status_report(server.runtime, None), indent=1)
 
     @server.prompt(name="help", title="How to use threadloom")
-    def help_prompt() -> str:
+    def help_prompt(ctx: Context) -> str:
         """Explains what threadloom offers this session and how to call it."""
-        lines = [INSTRUCTIONS, "Tools in this server:"]
+        toolset = connection_of(ctx.request_context).toolset
+        lines = [INSTRUCTIONS, "Your tools (THREADLOOM_TOOLSET adds groups):"]
         for tool in server.tool_defs.values():
-            doc = (tool.fn.__doc__ or "").strip().splitlines()[0]
-            lines.append(f"- {tool.name} ({tool.group}): {doc}")
+            if tool.name in toolset:
+                lines.append(f"- {tool.name} ({tool.group}): {first_paragraph(tool.fn.__doc__)}")
         return "\n".join(lines)

@@ -16,45 +16,48 @@ from threadloom.server.toolsets import RequestKey, ToolDef
 async def peers(
     ctx: Context,
     window_s: Annotated[float, Field(ge=1, le=604_800, description="Seen within this many seconds.")] = 900,
-    this_project: Annotated[bool, Field(description="Only sessions in this project.")] = False,
+    all_projects: Annotated[bool, Field(description="false: only sessions in this project.")] = True,
 ) -> dict[str, Any]:
-    """Who am I, and which other agent sessions are live (yours is marked self).
+    """Who am I, and which other agent sessions are live (yours is marked self): the ids signal_send takes.
 
     Returns {me: {session: {id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at, transport},
     unread_signals}, peers: [{id, vendor, project, cwd, pid, parent_id, started_at, last_seen_at, self}]}.
     """
     runtime, prov = await caller(ctx)
     me = await runtime.call(runtime.presence.whoami, prov)
-    return {"me": me, "peers": await runtime.call(runtime.presence.peers, prov, window_s, this_project)}
+    return {"me": me, "peers": await runtime.call(runtime.presence.peers, prov, window_s, not all_projects)}
 
 
 async def signal_send(
     ctx: Context,
-    text: Annotated[str, Field(description="The message (up to 20,000 characters).")],
+    text: Annotated[str, Field(description="The message.")],
     kind: Annotated[
-        Literal["whisper", "broadcast", "ask"],
-        Field(description="whisper: to one session; broadcast: to this project's live sessions; ask: a question"),
+        Literal["whisper", "broadcast", "ask", "answer"],
+        Field(description="whisper/ask: to one session; broadcast: to all live ones; answer: to an ask."),
     ] = "whisper",
-    to: Annotated[str | None, Field(description="whisper / ask: a session id or an unambiguous prefix.")] = None,
-    everywhere: Annotated[bool, Field(description="broadcast: to every live session, not just this project.")] = False,
-    wait_s: Annotated[float, Field(ge=0, le=600, description="ask: wait this long for the answer.")] = 0,
-    task: Annotated[str | None, Field(description="Tag the signal with a task id.")] = None,
+    to: Annotated[str | None, Field(description="whisper/ask: session id or prefix.")] = None,
+    reply_to: Annotated[int | None, Field(ge=1, le=2**63 - 1, description="answer: the ask's id.")] = None,
+    all_projects: Annotated[bool, Field(description="broadcast: not just this project.")] = False,
+    wait_s: Annotated[float, Field(ge=0, le=600, description="ask: wait for the answer.")] = 0,
+    task_id: Annotated[str | None, Field(description="Tag: a spawned task's id.")] = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """Send a signal to other agent sessions. Each recipient gets it exactly once, in send order;
-    a message to yourself is dropped. An ask with wait_s waits for the answer.
-
-    Returns {id, delivered_to: [...], answer?: {id, sender, body, created_at} | null, timed_out?}.
+    """Tell live agent sessions something, ask them, or answer an ask. Not for what later sessions
+    need (memory_store).
     """
     runtime, prov = await caller(ctx)
-    if kind == "broadcast":
-        sent = await runtime.call(runtime.signals.broadcast, prov, text, everywhere, task)
+    if kind == "answer":
+        if reply_to is None:
+            raise InvalidInput("answer needs `reply_to`: the id of the ask in your inbox")
+        sent = await runtime.call(runtime.signals.respond, prov, reply_to, text)
+    elif kind == "broadcast":
+        sent = await runtime.call(runtime.signals.broadcast, prov, text, all_projects, task_id)
     elif to is None:
-        raise InvalidInput(f"{kind} needs `to`: a session id (see peers)")
+        raise InvalidInput(f"{kind} needs `to`: a session id (see peers, or the brief's live peers)")
     elif kind == "ask":
-        sent = await runtime.call(runtime.signals.ask, prov, to, text, task)
+        sent = await runtime.call(runtime.signals.ask, prov, to, text, task_id)
     else:
-        sent = await runtime.call(runtime.signals.whisper, prov, to, text, task)
+        sent = await runtime.call(runtime.signals.whisper, prov, to, text, task_id)
     runtime.waiters.notify()
     result = sent.as_dict()
     if kind == "ask" and wait_s > 0 and sent.id is not None:
@@ -72,21 +75,14 @@ async def signal_send(
 
 async def signal_inbox(
     ctx: Context,
-    wait_s: Annotated[float, Field(ge=0, le=600, description="Block until a signal arrives, up to this long.")] = 0,
-    ack: Annotated[
-        int | None, Field(ge=1, le=2**63 - 1, description="Also acknowledge every signal up to this id.")
-    ] = None,
-    include_read: Annotated[bool, Field(description="Also list recent signals already read.")] = False,
+    wait_s: Annotated[float, Field(ge=0, le=600, description="Wait up to this long for one.")] = 0,
+    ack: Annotated[int | None, Field(ge=1, le=2**63 - 1, description="Acknowledge up to this id.")] = None,
+    include_read: Annotated[bool, Field(description="Also recent read ones.")] = False,
     limit: Annotated[int, Field(ge=1, le=200, description="At most this many of each.")] = 50,
 ) -> dict[str, Any]:
-    """Signals for this session: unread first, oldest first. With wait_s, waits (cheaply) for one.
-
-    A signal stays unread until acknowledged: your next signal_inbox call acknowledges what this one
-    returned (or pass ack=<id>), so one is never lost between the server and you; one shown again
-    after a reconnect was not acknowledged.
-
-    Returns {unread: [{id, sender, kind, scope, body, reply_to, task, created_at, read_at}], read: [...],
-    unread_left, timed_out}.
+    """Signals other sessions sent you, oldest first. Call it when the brief or a result shows unread
+    signals; answer an ask with signal_send(kind="answer", reply_to=<id>). Your next call marks these
+    read.
     """
     runtime, prov = await caller(ctx)
     conn = connection_of(ctx.request_context)
@@ -105,25 +101,13 @@ async def signal_inbox(
     return found | {"timed_out": False}
 
 
-async def signal_respond(
-    ctx: Context,
-    ask_id: Annotated[int, Field(ge=1, description="The id of the question (kind ask) in your inbox.")],
-    text: Annotated[str, Field(description="The answer.")],
-    idempotency_key: RequestKey = None,
-) -> dict[str, Any]:
-    """Answer a question another session asked you. Returns {id, delivered_to: [asker]}."""
-    runtime, prov = await caller(ctx)
-    sent = await runtime.call(runtime.signals.respond, prov, ask_id, text)
-    runtime.waiters.notify()
-    return sent.as_dict()
-
-
 async def catch_up(
     ctx: Context,
     peek: Annotated[bool, Field(description="Look without moving this session's cursor.")] = False,
     limit: Annotated[int, Field(ge=1, le=500, description="At most this many events.")] = 100,
 ) -> dict[str, Any]:
     """What other sessions did since you last caught up: memories stored, threads written, signals.
+    For a signal's text, signal_inbox.
 
     Returns {events: [{id, at, kind, session_id, vendor, project, detail}], more, advanced}.
     """
@@ -208,18 +192,16 @@ async def tournament(
 COORDINATION_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(peers, "coordination", "Who is here", read_only=True, destructive=False, idempotent=True),
     ToolDef(
-        signal_send, "coordination", "Send a signal", read_only=False, destructive=False, idempotent=False, keyed=True
-    ),
-    ToolDef(signal_inbox, "coordination", "Inbox", read_only=False, destructive=False, idempotent=False),
-    ToolDef(
-        signal_respond,
+        signal_send,
         "coordination",
-        "Answer a question",
+        "Send a signal",
         read_only=False,
         destructive=False,
         idempotent=False,
         keyed=True,
+        default=True,
     ),
+    ToolDef(signal_inbox, "coordination", "Inbox", read_only=False, destructive=False, idempotent=False, default=True),
     ToolDef(catch_up, "coordination", "Catch up", read_only=False, destructive=False, idempotent=False),
     ToolDef(spawn, "agents", "Spawn an agent", read_only=False, destructive=False, idempotent=False, keyed=True),
     ToolDef(tasks, "agents", "Spawned tasks", read_only=True, destructive=False, idempotent=True),

@@ -1,5 +1,5 @@
 """Memory graph tools. `memory` (in the default toolset) covers a coding session: store, recall,
-amend, core. `memory_graph` (opt-in) adds search, link, traverse, explain, stats, pin, promote,
+amend. `memory_graph` (opt-in) adds core, search, link, traverse, explain, stats, pin, promote,
 delete, preferences, maintenance and restore.
 """
 
@@ -10,16 +10,13 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
-from threadloom.clock import instant
 from threadloom.errors import InvalidInput
 from threadloom.memory.model import EDGE_TYPES, Link, NewMemory
 from threadloom.memory.recall import RECALL_KINDS, RecallFilters
 from threadloom.server.connection import caller
-from threadloom.server.toolsets import RequestKey, ToolDef
+from threadloom.server.toolsets import RequestKey, Time, ToolDef
 
 MemoryId = Annotated[str, Field(description="A memory id, e.g. m_0123456789abcdef.")]
-# A time: epoch milliseconds, or an ISO 8601 date or date-time (local time unless it has an offset).
-Instant = int | str
 Categories = Annotated[list[Annotated[str, Field(min_length=1, max_length=64)]], Field(max_length=32)]
 EdgeType = Literal[
     "caused_by",
@@ -39,8 +36,8 @@ assert set(Kind.__args__) == set(RECALL_KINDS)  # type: ignore[attr-defined]
 
 
 class Related(BaseModel):
-    id: str = Field(description="The memory the new one points at.")
-    type: EdgeType = Field(description="new memory --type--> id, e.g. caused_by: the new one happened because of id.")
+    id: str = Field(description="A stored memory.")
+    type: EdgeType = Field(description="new --type--> id")
 
 
 def _filters(
@@ -65,37 +62,25 @@ def _filters(
 
 async def memory_store(
     ctx: Context,
-    content: Annotated[str, Field(description="The memory: one fact, decision or lesson, up to 20,000 characters.")],
-    summary: Annotated[
-        str | None, Field(description="A one-line gist (<= 500 characters) shown in concise views.")
-    ] = None,
-    category: Annotated[str | None, Field(description="Free-form class: e.g. architecture, tooling, people.")] = None,
+    content: Annotated[str, Field(description="The fact (<= 20,000 characters).")],
+    summary: Annotated[str | None, Field(description="One-line gist.")] = None,
+    category: Annotated[str | None, Field(description="Free-form, e.g. architecture.")] = None,
     kind: Annotated[
         Literal["fact", "decision", "preference", "event", "lesson", "procedure", "observation"],
-        Field(description="What sort of memory this is."),
+        Field(description="What sort of memory."),
     ] = "fact",
-    entities: Annotated[list[str] | None, Field(description="Names it is about (people, services, files).")] = None,
-    related: Annotated[list[Related] | None, Field(description="Typed edges to existing memories.")] = None,
+    entities: Annotated[list[str] | None, Field(description="People, services, files it is about.")] = None,
+    related: Annotated[list[Related] | None, Field(description="Edges to stored memories.")] = None,
     visibility: Annotated[
-        Literal["private", "project", "org"],
-        Field(description="private: you; project: anyone in this project; org: your organisation, every project."),
+        Literal["private", "project", "org"], Field(description="You, this project, or your organisation.")
     ] = "private",
-    idempotency_key: Annotated[
-        str | None, Field(description="Your own key for this write: a retry with it returns the first result.")
-    ] = None,
-    valid_from: Annotated[Instant | None, Field(description="Since when the fact holds; default now.")] = None,
+    idempotency_key: RequestKey = None,
+    valid_from: Annotated[Time, Field(description="Since when it holds; default now.")] = None,
     pinned: Annotated[bool, Field(description="Never forget it.")] = False,
 ) -> dict[str, Any]:
-    """Remember something for later sessions, in this project's memory graph.
-
-    Edges in `related` are checked before anything is written: an unknown id or edge type writes
-    nothing. The same content stored twice returns the first memory (duplicate_of). Similar
-    memories are linked automatically (auto_links). possible_conflicts are hints that the new
-    memory may contradict an older one (a changed number, a negation, a replaced value); if one
-    is right, call memory_amend(memory_id=<old id>, by=<new id>).
-
-    Returns {id, created, status, duplicate_of?, replayed?, edges: [{source, target, type, weight,
-    made_by, created_at}], auto_links: [...same], possible_conflicts: [{id, content, reason, similarity}]}.
+    """Remember what a later session needs: a decision and why, a fix, a preference, a gotcha; one
+    fact each. Not to correct a memory (memory_amend) or log progress (thread_note). If a returned
+    possible_conflicts memory is outdated, memory_amend(memory_id=<it>, by=<new id>).
     """
     runtime, prov = await caller(ctx)
     new = NewMemory(
@@ -107,7 +92,7 @@ async def memory_store(
         visibility=visibility,
         related=tuple(Link(r.id, r.type) for r in related or ()),
         idempotency_key=idempotency_key,
-        valid_from=instant(valid_from, "valid_from"),
+        valid_from=valid_from,
         pinned=pinned,
     )
     stored = await runtime.call(runtime.memory.store, new, prov)
@@ -117,41 +102,29 @@ async def memory_store(
 async def memory_recall(
     ctx: Context,
     query: Annotated[str, Field(description="What you want to know, in plain words.")],
-    k: Annotated[int, Field(ge=1, le=50, description="How many memories to return.")] = 10,
-    verbosity: Annotated[
-        Literal["concise", "full"],
-        Field(description="concise: id, summary, status, score; full adds all fields and why"),
-    ] = "full",
-    read_only: Annotated[bool, Field(description="Do not count this as recalling them (no reactivation).")] = False,
-    as_of: Annotated[Instant | None, Field(description="What was held true at that time.")] = None,
-    categories: Annotated[Categories | None, Field(description="Only these categories.")] = None,
-    entity: Annotated[str | None, Field(description="Only memories about this entity.")] = None,
-    statuses: Annotated[list[Status] | None, Field(description="Only these lifecycle statuses.")] = None,
-    all_projects: Annotated[bool, Field(description="Search every project, not just this one.")] = False,
-    kinds: Annotated[list[Kind] | None, Field(description="Only these kinds; default all.")] = None,
+    limit: Annotated[int, Field(ge=1, le=50, description="Hits.")] = 10,
+    verbosity: Annotated[Literal["concise", "full"], Field(description="concise: ids and summaries.")] = "full",
+    read_only: Annotated[bool, Field(description="Do not count as use (no reactivation).")] = False,
+    as_of: Annotated[Time, Field(description="What held true then.")] = None,
+    categories: Annotated[Categories | None, Field(description="Only these.")] = None,
+    entity: Annotated[str | None, Field(description="Only about this.")] = None,
+    statuses: Annotated[list[Status] | None, Field(description="Only these.")] = None,
+    all_projects: Annotated[bool, Field(description="Not just this project.")] = False,
+    kinds: Annotated[list[Kind] | None, Field(description="Only these.")] = None,
 ) -> dict[str, Any]:
-    """Recall what was stored or written about a question: memories, thread notes (decisions, insights...),
-    your quotes and thread summaries; full-text, vector and graph search fused.
-
-    Superseded memories are ranked down and tagged superseded_by (follow it to the correction).
-    Relevant pinned or core memories that missed the cut are added with injected: "core"|"pinned".
-    Recalled memories are reactivated unless read_only. categories, entity, as_of: memories only.
-
-    Returns {memories: [hit, ...], caveats, signals}, best first; every hit has kind and score. memory:
-    {id, content, summary, category, memory_kind, entities, status, pinned, is_core, activation,
-    created_at, valid_from, valid_to, superseded_by?, injected?, why: [{depth, id, summary}]} (concise:
-    id, summary, status, activation, is_core); note, quote: {id, note_kind (a note's), project, thread,
-    text, created_at}; thread: {id, project, status, summary}. project, thread: ids the thread tools take.
+    """What earlier sessions stored or wrote on a topic (memories, thread notes, user quotes, thread
+    summaries), best first; superseded_by names a memory's correction. Call it before you start on
+    something; not to list by date (memory_search).
     """
     runtime, prov = await caller(ctx)
     return await runtime.call(
         runtime.recall.recall,
         query,
         prov,
-        k,
+        limit,
         verbosity,
         read_only,
-        instant(as_of, "as_of"),
+        as_of,
         _filters(categories, entity, statuses, all_projects=all_projects, kinds=kinds),
     )
 
@@ -159,17 +132,14 @@ async def memory_recall(
 async def memory_amend(
     ctx: Context,
     memory_id: MemoryId,
-    content: Annotated[str | None, Field(description="The corrected memory; stored as a new one.")] = None,
-    by: Annotated[str | None, Field(description="Or: the id of an already stored memory that replaces it.")] = None,
-    reason: Annotated[str | None, Field(description="Why it changed (kept for audit).")] = None,
+    content: Annotated[str | None, Field(description="The corrected text.")] = None,
+    by: Annotated[str | None, Field(description="Or: the stored memory that replaces it.")] = None,
+    reason: Annotated[str | None, Field(description="Why it changed.")] = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """Correct a memory: the new version supersedes the old, which is kept for audit, ranked down
-    in recall and closed (valid_to) where the new one begins. Give content or by, not both. Only a
-    memory's owner may amend it: to correct someone else's shared memory, store your own and relate it
-    (contradicts).
-
-    Returns {old: {...memory, superseded_by}, new: {...memory}, edge: {source, target, type: "supersedes", reason}}.
+    """Correct a wrong or outdated memory instead of storing a contradiction: the new version
+    supersedes it (the old is kept, ranked down). Only its owner may; to dispute another's,
+    memory_store yours with a contradicts edge.
     """
     runtime, prov = await caller(ctx)
     return await runtime.call(runtime.memory.amend, memory_id, prov, content, by, reason)
@@ -177,21 +147,15 @@ async def memory_amend(
 
 async def memory_core(
     ctx: Context,
-    key: Annotated[str | None, Field(description="Core slot, e.g. build.command. Omit to list.")] = None,
-    content: Annotated[str | None, Field(description="Text to set under key (<= 2,000 characters).")] = None,
-    priority: Annotated[int, Field(ge=0, le=100, description="Higher is shown first in briefs.")] = 50,
-    remove: Annotated[bool, Field(description="Take key out of core memory (the memory itself stays).")] = False,
-    memory_id: Annotated[str | None, Field(description="Make this stored memory core under key.")] = None,
+    key: Annotated[str | None, Field(description="e.g. build.command; omit to list.")] = None,
+    content: Annotated[str | None, Field(description="Set key to this.")] = None,
+    priority: Annotated[int, Field(ge=0, le=100, description="Higher shows first.")] = 50,
+    remove: Annotated[bool, Field(description="Take key out.")] = False,
+    memory_id: Annotated[str | None, Field(description="Make this memory core under key.")] = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """Core memory: the few facts every session must know (shown in every brief, highest priority
-    first). Use sparingly: 'tests run with make test', not 'today we tried X'.
-
-    No arguments lists them. key + content sets (a changed text supersedes the old); key +
-    memory_id promotes a stored memory; key + remove takes it out.
-
-    Returns {core: [{key, priority, id, content, category}], preferences: {auto, approval, excluded},
-    awaiting_approval: [...]} (listing), else {changed: {...memory}, core: [...]}.
+    """Core memory: the few standing facts every brief shows ('tests: make test'), not today's
+    progress. No arguments lists them.
     """
     runtime, prov = await caller(ctx)
     changed = None
@@ -214,29 +178,23 @@ async def memory_core(
 async def memory_search(
     ctx: Context,
     query: Annotated[str, Field(description="Search text; empty lists by latest activity.")] = "",
-    k: Annotated[int, Field(ge=1, le=200, description="How many to return.")] = 20,
+    limit: Annotated[int, Field(ge=1, le=200, description="How many to return.")] = 20,
     categories: Annotated[Categories | None, Field(description="Only these categories.")] = None,
     entity: Annotated[str | None, Field(description="Only memories about this entity.")] = None,
     statuses: Annotated[list[Status] | None, Field(description="Only these lifecycle statuses.")] = None,
-    created_since: Annotated[Instant | None, Field(description="Stored since.")] = None,
-    active_since: Annotated[Instant | None, Field(description="Stored, recalled or reactivated since.")] = None,
+    created_since: Annotated[Time, Field(description="Stored since.")] = None,
+    active_since: Annotated[Time, Field(description="Stored, recalled or reactivated since.")] = None,
     all_projects: Annotated[bool, Field(description="Every project, not just this one.")] = False,
 ) -> dict[str, Any]:
     """Find or list memories by filters, without reactivating them. With an empty query, answers
-    "what is new or changed since T" (active_since) without knowing what to ask for.
+    "what is new or changed since T" (active_since) without knowing what to ask for. To answer a
+    question, memory_recall ranks better.
 
     Returns {memories: [{...memory, score?}], mode: "search"|"enumerate", caveats: [...]}.
     """
     runtime, prov = await caller(ctx)
-    filters = _filters(
-        categories,
-        entity,
-        statuses,
-        instant(created_since, "created_since"),
-        instant(active_since, "active_since"),
-        all_projects,
-    )
-    return await runtime.call(runtime.recall.search, query, prov, filters, k)
+    filters = _filters(categories, entity, statuses, created_since, active_since, all_projects)
+    return await runtime.call(runtime.recall.search, query, prov, filters, limit)
 
 
 async def memory_link(
@@ -351,11 +309,18 @@ async def memory_maintain(
 
 MEMORY_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(memory_store, "memory", "Remember", read_only=False, destructive=False, idempotent=False),
-    ToolDef(memory_recall, "memory", "Recall memories", read_only=False, destructive=False, idempotent=False),
+    # Read-only: a recall changes no memory's content, validity or visibility. It is counted towards
+    # the memories' activation (reactivation), written off the read's path in the background like the
+    # call journal every tool writes; read_only=true skips even that.
+    ToolDef(memory_recall, "memory", "Recall memories", read_only=True, destructive=False, idempotent=True),
     ToolDef(
         memory_amend, "memory", "Correct a memory", read_only=False, destructive=False, idempotent=False, keyed=True
     ),
-    ToolDef(memory_core, "memory", "Core memory", read_only=False, destructive=False, idempotent=True, keyed=True),
+    # Opt-in: the brief shows core memory, and well-used memories of chosen categories become core by
+    # themselves; setting one by hand is rare enough not to be paid for in every session.
+    ToolDef(
+        memory_core, "memory_graph", "Core memory", read_only=False, destructive=False, idempotent=True, keyed=True
+    ),
     ToolDef(memory_search, "memory_graph", "Search memories", read_only=True, destructive=False, idempotent=True),
     ToolDef(
         memory_link, "memory_graph", "Link memories", read_only=False, destructive=False, idempotent=False, keyed=True

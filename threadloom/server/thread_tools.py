@@ -30,7 +30,7 @@ from threadloom.threads.tree import CHARS_PER_TOKEN, DEFAULT_MAX_TOKENS
 ID_CHARS: Final = 64  # a thread or project id: its file name
 ThreadId = Annotated[
     str | None,
-    Field(max_length=ID_CHARS, description="Thread id (a-z, 0-9, -); default: this session's active thread."),
+    Field(max_length=ID_CHARS, description="Default: your active thread."),
 ]
 
 
@@ -40,33 +40,20 @@ def _brief(t: Thread) -> dict[str, Any]:
 
 async def thread_context(
     ctx: Context,
-    thread_id: Annotated[
-        str | None, Field(max_length=ID_CHARS, description="Switch this session to this thread first.")
-    ] = None,
+    thread_id: Annotated[str | None, Field(max_length=ID_CHARS, description="Read this thread's (no switch).")] = None,
     max_tokens: Annotated[
         int | None,
-        Field(
-            ge=100,
-            le=100_000,
-            description=f"Budget for all returned (default {DEFAULT_MAX_TOKENS:,}); cuts ancestors first, "
-            "then the active thread's sections but Decisions and Constraints.",
-        ),
+        Field(ge=100, le=100_000, description=f"Budget (default {DEFAULT_MAX_TOKENS:,}); ancestors are cut first."),
     ] = None,
 ) -> dict[str, Any]:
-    """Load the project context: the active thread's summary plus the Decisions and Constraints of its
-    ancestors (siblings stay out), with a warning when commits changed the paths a summary describes.
-    Call it at the start of a session, after the context was cleared, or to switch threads.
-
-    Returns {context (Markdown), tokens, threads: [active, ancestors...], left_out: [...], tree, problems,
-    caveats: [what was cut, where to read it]}.
+    """Pick up your thread: its summary with its ancestors' decisions and constraints. Call it at the
+    start or after the context was cleared; not to search (memory_recall). To move to another thread:
+    thread_status(status="active", thread_id=...).
     """
     runtime, prov = await caller(ctx)
     budget = max_tokens or DEFAULT_MAX_TOKENS
     inner = budget - _RESERVE - budget // 20  # the context's share: the rest pays for the JSON around it
-    if thread_id is not None:
-        assembled = await runtime.call(runtime.threads.switch, prov, thread_id, inner)
-    else:
-        assembled = await runtime.call(runtime.threads.context, prov, inner)
+    assembled = await runtime.call(runtime.threads.context, prov, inner, thread_id)
     tree = await runtime.call(runtime.threads.tree, prov)
     await runtime.call(runtime.threads.record_context_load, prov, assembled)
     view: dict[str, Any] = {
@@ -117,14 +104,12 @@ def _fit(tree: str, problems: list[dict[str, Any]], room: int) -> tuple[str, lis
 
 async def thread_create(
     ctx: Context,
-    title: Annotated[str, Field(max_length=MAX_TITLE, description="The topic or question of the thread.")],
-    parent: Annotated[
-        str | None, Field(max_length=ID_CHARS, description="Parent thread id; default: the active thread.")
-    ] = None,
+    title: Annotated[str, Field(max_length=MAX_TITLE, description="The topic or question.")],
+    parent: Annotated[str | None, Field(max_length=ID_CHARS, description="Default: the active thread.")] = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """Start a child thread for a new topic and make it this session's active thread. On a feature
-    branch the thread is linked to it: sessions on that branch start there.
+    """Start a thread for a new topic, under the active one, and work in it. Not for a step of the
+    current topic (thread_note).
 
     Returns {id, title, parent, status, branch}.
     """
@@ -138,25 +123,23 @@ async def thread_summary(
         str,
         Field(
             max_length=MAX_SUMMARY_CHARS,
-            description="Markdown: the whole summary (## sections), or one section's text (no ## lines).",
+            description="Markdown: the whole summary (## sections) or one section's text.",
         ),
     ],
     section: Annotated[
         str | None,
-        Field(max_length=40, description="Decisions, Constraints, State, Open questions or Next steps; omit for all."),
+        Field(max_length=40, description="Decisions, Constraints, State, Open questions or Next steps."),
     ] = None,
-    replace: Annotated[bool, Field(description="Replace the section instead of adding to it.")] = False,
+    replace: Annotated[bool, Field(description="Replace the section, not add to it.")] = False,
     paths: Annotated[
         list[Annotated[str, Field(max_length=MAX_PATH_CHARS)]] | None,
-        Field(max_length=MAX_PATHS, description="Files or folders (repository-relative) this summary describes."),
+        Field(max_length=MAX_PATHS, description="Repository files or folders it describes."),
     ] = None,
     thread_id: ThreadId = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """Record what was decided and where things stand, in the thread file committed with the code.
-    Keep it short: decisions with their reasons, constraints, state, open questions, next steps.
-
-    Returns {id, title, parent, status, branch, sections: [...]}.
+    """Record what was decided and where things stand, short, in the thread file committed with the
+    code. Update it when something is decided; not for every step (thread_note).
     """
     runtime, prov = await caller(ctx)
     thread = await runtime.call(runtime.threads.update_summary, prov, text, section, replace, paths, thread_id)
@@ -165,21 +148,18 @@ async def thread_summary(
 
 async def thread_note(
     ctx: Context,
-    text: Annotated[
-        str, Field(max_length=MAX_NOTE_CHARS, description="The note, or the user's words verbatim when quote is true.")
-    ],
+    text: Annotated[str, Field(max_length=MAX_NOTE_CHARS, description="The note, or the user's exact words.")],
     kind: Annotated[
         Literal["move", "failed", "insight", "open_q", "decision"], Field(description="What the note records.")
     ] = "move",
-    quote: Annotated[bool, Field(description="text is a verbatim quote of the user.")] = False,
-    project_wide: Annotated[bool, Field(description="Attach the quote to the project, not a thread.")] = False,
+    quote: Annotated[bool, Field(description="text quotes the user verbatim.")] = False,
+    project_wide: Annotated[bool, Field(description="quote: for the project, not a thread.")] = False,
     thread_id: ThreadId = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """Add a note to a thread (kept in threadloom's store, not in git), or a verbatim user quote. A note
-    on an idle or finished thread reopens it.
-
-    Returns {note: {id, thread, kind, text, created_at}, reopened}.
+    """Leave a note as you go (a move, a failed attempt, an insight, an open question) or the user's
+    words (quote); reopens an idle thread. A conclusion goes in thread_summary, a lasting fact in
+    memory_store.
     """
     runtime, prov = await caller(ctx)
     if quote:
@@ -190,37 +170,37 @@ async def thread_note(
 
 async def thread_status(
     ctx: Context,
-    status: Annotated[Literal["active", "idle", "done", "abandoned"], Field(description="active reopens.")],
+    status: Annotated[
+        Literal["active", "idle", "done", "abandoned"], Field(description="active: reopen it and work in it.")
+    ],
     reason: Annotated[
-        str | None,
-        Field(max_length=MAX_REASON_CHARS, description="Why; for done or abandoned it joins the Decisions."),
+        str | None, Field(max_length=MAX_REASON_CHARS, description="The outcome, or why; joins Decisions.")
     ] = None,
     thread_id: ThreadId = None,
 ) -> dict[str, Any]:
-    """Finish a thread (done, or abandoned with the reason kept), park it (idle), or reopen it.
-
-    Returns {id, title, parent, status, branch}.
+    """Finish a thread (done, or abandoned), park it (idle), or move to it (active: reopened and your
+    thread). Call done when a topic is finished.
     """
     runtime, prov = await caller(ctx)
-    return _brief(await runtime.call(runtime.threads.set_status, prov, status, reason, thread_id))
+    thread = await runtime.call(runtime.threads.set_status, prov, status, reason, thread_id)
+    if status == "active" and thread_id is not None:
+        await runtime.call(runtime.threads.switch, prov, thread.id, 100)
+    return _brief(thread)
 
 
 async def thread_project(
     ctx: Context,
     action: Annotated[Literal["list", "create", "switch"], Field(description="What to do.")] = "list",
-    title: Annotated[str | None, Field(max_length=MAX_TITLE, description="create: the project's title.")] = None,
+    title: Annotated[str | None, Field(max_length=MAX_TITLE, description="create: its title.")] = None,
     system_context: Annotated[
-        str | None,
-        Field(max_length=MAX_SYSTEM_CONTEXT_CHARS, description="create: standing instructions, in every context."),
+        str | None, Field(max_length=MAX_SYSTEM_CONTEXT_CHARS, description="create: standing instructions.")
     ] = None,
-    mode: Annotated[Literal["solo", "team"], Field(description="create: solo, or team (ownership rules).")] = "solo",
-    project_id: Annotated[str | None, Field(max_length=ID_CHARS, description="switch: the project to work in.")] = None,
+    mode: Annotated[Literal["solo", "team"], Field(description="create: team adds ownership rules.")] = "solo",
+    project_id: Annotated[str | None, Field(max_length=ID_CHARS, description="switch: the project.")] = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """List this repository's projects, create one (with a root thread `main`), or switch to one. A
-    repository with a single project needs no switch.
-
-    Returns {projects: [{id, title, system_context, mode, selected}], caveats: [...]}.
+    """List this repository's projects, create one (root thread `main`), or switch. Only needed when
+    there is no project yet, or several.
     """
     runtime, prov = await caller(ctx)
     if action == "create":
@@ -315,7 +295,7 @@ async def thread_janitor(
         Field(description="pickup: unclaimed threads, stalest first; compost: idle ones at random; janitor: proposals"),
     ] = "janitor",
     apply: Annotated[bool, Field(description="janitor: apply the proposals (default: dry run).")] = False,
-    count: Annotated[int, Field(ge=1, le=50, description="How many to list.")] = 5,
+    limit: Annotated[int, Field(ge=1, le=50, description="How many to list.")] = 5,
 ) -> dict[str, Any]:
     """Keep the tree healthy: threads to pick up, idle threads to revisit, or the janitor's proposals
     (stale active -> idle, long idle -> done, empty -> abandoned), applied only with apply=true; in a
@@ -325,9 +305,9 @@ async def thread_janitor(
     """
     runtime, prov = await caller(ctx)
     if action == "pickup":
-        found = await runtime.call(runtime.hygiene.pickup, prov, count)
+        found = await runtime.call(runtime.hygiene.pickup, prov, limit)
     elif action == "compost":
-        found = await runtime.call(runtime.hygiene.compost, prov, count)
+        found = await runtime.call(runtime.hygiene.compost, prov, limit)
     else:
         found = await runtime.call(runtime.hygiene.janitor, prov, apply)
     return {"threads": found}
@@ -344,7 +324,8 @@ async def thread_stats(ctx: Context) -> dict[str, Any]:
 
 
 THREAD_TOOLS: tuple[ToolDef, ...] = (
-    ToolDef(thread_context, "threads", "Project context", read_only=False, destructive=False, idempotent=True),
+    # Read-only: it switches nothing (thread_status active does); the load is journaled like every call.
+    ToolDef(thread_context, "threads", "Project context", read_only=True, destructive=False, idempotent=True),
     ToolDef(thread_create, "threads", "New thread", read_only=False, destructive=False, idempotent=False, keyed=True),
     ToolDef(
         thread_summary, "threads", "Update a summary", read_only=False, destructive=False, idempotent=False, keyed=True

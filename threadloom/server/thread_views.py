@@ -14,7 +14,7 @@ from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 
 from threadloom.errors import NotFound, ThreadloomError
-from threadloom.server.connection import caller
+from threadloom.server.connection import caller, connection_of
 
 if TYPE_CHECKING:
     from threadloom.server.app import ThreadloomServer
@@ -93,7 +93,10 @@ def add_thread_views(server: ThreadloomServer) -> None:
     @server.prompt(name="switch", title="Switch threads")
     def switch_prompt(thread_id: str) -> str:
         """Switches this session to another thread and loads its context."""
-        return f"Call thread_context with thread_id {thread_id!r} and continue from the context it returns."
+        return (
+            f"Call thread_status with status 'active' and thread_id {thread_id!r}, then thread_context, "
+            "and continue from the context it returns."
+        )
 
     @server.prompt(name="summary", title="Save the thread summary")
     def summary_prompt(text: str = "") -> str:
@@ -107,9 +110,13 @@ def add_thread_views(server: ThreadloomServer) -> None:
         )
 
     @server.prompt(name="merge", title="Merge the thread into its parent")
-    def merge_prompt() -> str:
+    def merge_prompt(ctx: Context) -> str:
         """Folds the finished active thread into its parent."""
-        return (
-            "Read the parent's summary (thread_context shows its decisions), write the parent's new summary "
-            "including this thread's conclusions, and call thread_merge with it as parent_summary."
+        read = "Read the parent's summary (thread_context shows its decisions), write the parent's new summary "
+        if "thread_merge" in connection_of(ctx.request_context).toolset:
+            return read + "including this thread's conclusions, and call thread_merge with it as parent_summary."
+        return (  # the default toolset has no thread_merge: the same steps with the tools it has
+            read + "including this thread's conclusions, and save it whole with thread_summary (thread_id: the "
+            "parent). Then call thread_status with status 'done' and the outcome as reason, and thread_status "
+            "with status 'active' and the parent's thread_id to continue there."
         )

@@ -23,16 +23,11 @@ from threadloom.status import versions
 async def status(
     ctx: Context,
     recent_events: Annotated[
-        int, Field(ge=0, le=100, description="Also list this many latest journal events of your sessions.")
+        int, Field(ge=0, le=100, description="Also this many latest events of your sessions.")
     ] = 0,
 ) -> dict[str, Any]:
-    """Show threadloom's health: the store, this session and the running server.
-
-    Returns {store: {path, schema_version, counts, open_sessions}, session: {id, user, vendor,
-    project, transport, client}, server: {mode, pid, uptime_s, connections},
-    search: {mode: hybrid|full-text, backend, using, why, cost, embedder, vectors}, versions,
-    unread_signals (for this session),
-    events: [{at, kind, session_id, vendor, origin, detail}] (only when recent_events > 0)}.
+    """threadloom's health: store, session, server, search mode. Call it when a tool fails oddly or
+    to see which store and session you are in; not at every start (the brief has what you need).
     """
     conn = connection_of(ctx.request_context)
     info = await conn.ensure_session(ctx.request_context)

@@ -1,19 +1,24 @@
 """Tool groups. `THREADLOOM_TOOLSET` picks groups; the default set stays small.
 
 Agents pay for every tool description in every session and choose worse among
-many similar tools, so groups beyond `default` are opt-in.
+many similar tools, so groups beyond `default` are opt-in. `default` is the groups in DEFAULT_GROUPS
+plus the tools marked `default` in other groups: enough to remember, recall, correct, pick up the
+thread, leave a note, and read, answer and send signals, within 3,000 tokens with the server
+instructions (tests/test_tool_surface.py).
 """
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any, Final
 
 from mcp_types import ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field, ValidationInfo, WithJsonSchema
 
-from threadloom.errors import ConfigError
+from threadloom.clock import instant
+from threadloom.errors import ConfigError, InvalidInput
 
 
 @dataclass(frozen=True)
@@ -25,6 +30,7 @@ class ToolDef:
     destructive: bool
     idempotent: bool
     keyed: bool = False  # takes `idempotency_key: RequestKey`, handled by the server (threadloom/requests.py)
+    default: bool = False  # in the default toolset although its group is not
 
     @property
     def name(self) -> str:
@@ -43,7 +49,28 @@ class ToolDef:
 # The argument of every keyed write tool; the server takes it out before the tool runs.
 RequestKey = Annotated[
     str | None,
-    Field(description="Retry key: a retry with it returns the first result instead of acting twice."),
+    Field(description="Retry key: a repeat returns the first result."),
+]
+
+_TIME_HINT: Final = 'copy a value from the brief\'s "now" table (brief(scope="now") shows it)'
+
+
+def _time(value: object, info: ValidationInfo) -> int | None:
+    name = info.field_name or "time"
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int | str)):
+        raise InvalidInput(f"{name}: a time is an ISO 8601 date or date-time, or epoch milliseconds; {_TIME_HINT}")
+    try:
+        return instant(value, name)
+    except InvalidInput as exc:
+        raise InvalidInput(f"{exc.message}; {_TIME_HINT}") from None
+
+
+# Every time argument of every tool: what the now table shows, an ISO 8601 date (local midnight) or
+# date-time, or epoch ms; the tool gets epoch ms. "last week" is refused: models copy well and compute badly.
+Time = Annotated[
+    int | None,
+    BeforeValidator(_time),
+    WithJsonSchema({"type": ["string", "integer"]}),
 ]
 
 # Groups that `default` stands for. Later groups (memory, threads, ...) join here or stay opt-in.
@@ -60,12 +87,17 @@ def select_tools(spec: str, tools: Mapping[str, ToolDef]) -> frozenset[str]:
         if part == "full":
             wanted |= groups
         elif part == "default":
-            wanted |= DEFAULT_GROUPS
+            wanted |= DEFAULT_GROUPS | {"default"}
         elif part in groups:
             wanted.add(part)
         else:
             known = ", ".join(sorted(groups | {"default", "full"}))
             raise ConfigError(f"unknown tool group {part!r} in THREADLOOM_TOOLSET; known: {known}")
     if not wanted:
-        wanted = set(DEFAULT_GROUPS)
-    return frozenset(name for name, t in tools.items() if t.group in wanted)
+        wanted = {*DEFAULT_GROUPS, "default"}
+    return frozenset(name for name, t in tools.items() if t.group in wanted or (t.default and "default" in wanted))
+
+
+def first_paragraph(doc: str | None) -> str:
+    """A tool's docstring up to its first blank line, on one line: what it does and when to call it."""
+    return " ".join(inspect.cleandoc(doc or "").split("\n\n")[0].split())
