@@ -147,12 +147,15 @@ def _section_lines(part: _Part) -> list[str]:
     return lines
 
 
-def _compose(parts: list[_Part], head: list[str], dropped: list[Dropped], budget: int) -> str:
+def _compose(parts: list[_Part], head: list[str], dropped: list[Dropped], budget: int, short: bool = False) -> str:
+    """The brief's text; `short`: the dropped list as one line, for budgets it alone would exceed."""
     lines = list(head)
     for part in parts:
         if not part.gone:
             lines += _section_lines(part)
-    if dropped:
+    if dropped and short:
+        lines.append(f"## left out to fit {budget} tokens: {', '.join(d.section for d in dropped)}; brief() has all")
+    elif dropped:
         lines.append(f"## left out to fit {budget} tokens (items, their size): get them with")
         lines += [f"- {d.section} ({d.items}, ~{d.tokens} tokens): {d.get_with}" for d in dropped]
     return "\n".join(lines) + "\n"
@@ -190,9 +193,15 @@ def _fit(parts: list[_Part], head: list[str], budget: int) -> tuple[str, tuple[D
         estimate -= freed
     while True:
         text = _compose(parts, head, _dropped(parts), budget)
-        if tokens.count(text) <= budget or _drop_one(parts) is None:
+        if tokens.count(text) <= budget:
+            return _refill(parts, head, budget)
+        if _drop_one(parts) is None:
             break
-    return _refill(parts, head, budget)
+    dropped = _dropped(parts)  # all of it: even the list of what was dropped is over the budget
+    text = _compose(parts, head, dropped, budget, short=True)
+    if tokens.count(text) > budget:
+        text = "\n".join([*head[:2], f"## left out everything to fit {budget} tokens: brief() has all"]) + "\n"
+    return text, tuple(dropped)
 
 
 def _refill(parts: list[_Part], head: list[str], budget: int) -> tuple[str, tuple[Dropped, ...]]:

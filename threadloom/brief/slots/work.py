@@ -22,10 +22,14 @@ def build(ask: Ask) -> Section | None:
             f"- claim {c['thread']} by {c['session_id']} ({c['vendor'] or '?'}, {state}) since {iso(c['claimed_at'])}"
         )
         items.append(Item(one_line(text), f"claim:{c['thread']}:{c['session_id']}"))
-    tasks = [t for t in ask.runtime.spawner.tasks(ask.provenance, all_sessions=True) if t["status"] == "running"]
+    tasks = [
+        t
+        for t in ask.runtime.spawner.tasks(ask.provenance, all_sessions=True)
+        if t["status"] in ("starting", "running")
+    ]
     for t in tasks[:LIMIT]:
         role = f" {t['role']}" if t["role"] else ""
-        text = f"- task {t['id']} {t['agent']}{role} running since {iso(t['started_at'])}"
+        text = f"- task {t['id']} {t['agent']}{role} {t['status']} since {iso(t['started_at'])}"
         items.append(Item(one_line(text), f"task:{t['id']}"))
     if not items:
         return None
