@@ -1,0 +1,109 @@
+"""The one driver for line-per-record transcripts: identity check, complete lines, JSON, then the
+adapter's decoder per record. Damage is counted and reported, never raised."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from threadloom.transcripts.model import Cursor, Message, ParseResult, Problem
+from threadloom.transcripts.reader import BUDGET, MAX_LINE, LineReader, open_checked
+
+MAX_PROBLEMS = 20  # reported per call; every occurrence is still counted in `skipped`
+
+
+class Skip(Exception):
+    """A record that is not a message: bookkeeping the adapter knows, or a shape it does not."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Record:
+    """One parsed line and where it came from; `state` is the file's adapter state, mutable."""
+
+    path: str
+    offset: int
+    line: bytes
+    state: dict[str, Any]
+
+    def line_key(self) -> str:
+        """A key for a record with no native id: the raw line's hash (a timestamped record is unique)."""
+        return "L" + hashlib.sha256(self.line).hexdigest()[:32]
+
+
+Decoder = Callable[[Any, Record], Iterable[Message]]
+
+
+def parse_jsonl(
+    path: Path,
+    cursor: Cursor | None,
+    decode: Decoder,
+    *,
+    initial_state: Callable[[Path], dict[str, Any]] = lambda _: {},
+    budget: int = BUDGET,
+    max_line: int = MAX_LINE,
+) -> ParseResult:
+    opened = open_checked(path, cursor)
+    if isinstance(opened, Problem):
+        return ParseResult([], None, [opened])
+    problems: list[Problem] = [opened.restarted] if opened.restarted else []
+    state: dict[str, Any] = dict(opened.cursor.state) if opened.cursor.offset else initial_state(path)
+    reader = LineReader(opened.file, opened.cursor.offset, opened.cursor.skipping, max_line)
+    messages: list[Message] = []
+    skipped: Counter[str] = Counter()
+    records = 0
+    name = str(path)
+
+    def report(problem: Problem) -> None:
+        if len(problems) < MAX_PROBLEMS:
+            problems.append(problem)
+
+    with opened.file:
+        try:
+            for offset, line in reader.lines(budget):
+                records += 1
+                try:
+                    text = line.decode("utf-8")
+                except UnicodeDecodeError:
+                    text = line.decode("utf-8", "replace")
+                    report(Problem(name, "invalid_utf8", offset, "invalid UTF-8 replaced with U+FFFD"))
+                try:
+                    value = json.loads(text)
+                except ValueError as exc:
+                    skipped["invalid_json"] += 1
+                    report(Problem(name, "invalid_json", offset, str(exc)[:120]))
+                    continue
+                try:
+                    messages.extend(decode(value, Record(name, offset, line, state)))
+                except Skip as skip:
+                    skipped[skip.reason] += 1
+                    if skip.reason.startswith("unknown"):
+                        report(Problem(name, skip.reason, offset))
+                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                    # A known record type with fields of unexpected types: a shape we do not know.
+                    skipped["unknown_shape"] += 1
+                    report(Problem(name, "unknown_shape", offset, f"{type(exc).__name__}: {exc}"[:120]))
+        except OSError as exc:
+            report(Problem(name, "unreadable", reader.position, exc.strerror or str(exc)))
+    for offset in reader.oversize:
+        skipped["line_too_long"] += 1
+        report(Problem(name, "line_too_long", offset, f"a record over {max_line} bytes was skipped"))
+    new_cursor = opened.cursor.advanced(offset=reader.position, skipping=reader.skipping, state=state)
+    return ParseResult(messages, new_cursor, problems, records, dict(skipped), more=not reader.at_eof)
+
+
+def remember(state: dict[str, Any], slot: str, key: str, value: Any, limit: int = 64) -> None:
+    """Keep `key -> value` in a bounded, insertion-ordered map inside the cursor state."""
+    table: dict[str, Any] = state.setdefault(slot, {})
+    table.pop(key, None)
+    table[key] = value
+    while len(table) > limit:
+        del table[next(iter(table))]
