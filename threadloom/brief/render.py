@@ -81,8 +81,7 @@ def render_brief(
     repeated: dict[str, list[str]] = {}
     parts = [_part(slot, _build(slot, ask), seen, repeated) for slot in registry() if scope in slot.scopes]
     kept = [p for p in parts if p is not None]
-    text, dropped = _fit(kept, _head(ask) + _sent_line(repeated), budget)
-    count = tokens.count(text)
+    text, dropped, count = _fit(kept, _head(ask) + _sent_line(repeated), budget)
     keys = {item.key for p in kept for item in p.kept if item.key}
     sent.record(runtime.store, provenance, keys, scope, count)
     return Brief(text=text, dropped=dropped, tokens=count, scope=scope, budget=budget)
@@ -116,8 +115,8 @@ def _part(slot: Slot, section: Section | None, seen: set[str], repeated: dict[st
         repeated[section.title.split(" (")[0]] = again
     if not fresh and (again or not section.notes):
         return None
-    part = _Part(slot, section, fresh, [tokens.count(item.text) + 1 for item in fresh])
-    part.overhead = tokens.count("\n".join(_section_lines(replace(part, kept=[]))))
+    part = _Part(slot, section, fresh, [len(item.text) + 1 for item in fresh])  # in characters until _fit
+    part.overhead = len("\n".join(_section_lines(replace(part, kept=[]))))
     return part
 
 
@@ -182,10 +181,17 @@ def _drop_one(parts: list[_Part]) -> int | None:
     return None
 
 
-def _fit(parts: list[_Part], head: list[str], budget: int) -> tuple[str, tuple[Dropped, ...]]:
+def _fit(parts: list[_Part], head: list[str], budget: int) -> tuple[str, tuple[Dropped, ...], int]:
+    """The text within the budget, what it left out, and its size in tokens."""
     parts.sort(key=lambda p: (p.slot.order, p.slot.name))
     text = _compose(parts, head, [], budget)
     estimate = tokens.count(text)
+    if estimate <= budget:
+        return text, (), estimate
+    per_char = estimate / max(1, len(text))  # this brief's own ratio turns each part's characters into tokens
+    for part in parts:
+        part.costs = [int(chars * per_char) + 1 for chars in part.costs]
+        part.overhead = int(part.overhead * per_char) + 1
     while estimate > budget:  # by the items' own counts first, then by counting the text itself
         freed = _drop_one(parts)
         if freed is None:
@@ -201,13 +207,14 @@ def _fit(parts: list[_Part], head: list[str], budget: int) -> tuple[str, tuple[D
     text = _compose(parts, head, dropped, budget, short=True)
     if tokens.count(text) > budget:
         text = "\n".join([*head[:2], f"## left out everything to fit {budget} tokens: brief() has all"]) + "\n"
-    return text, tuple(dropped)
+    return text, tuple(dropped), tokens.count(text)
 
 
-def _refill(parts: list[_Part], head: list[str], budget: int) -> tuple[str, tuple[Dropped, ...]]:
+def _refill(parts: list[_Part], head: list[str], budget: int) -> tuple[str, tuple[Dropped, ...], int]:
     """Estimates err on the safe side (a dropped list costs less than guessed): give back what fits,
     most important first, one item at a time."""
     text = _compose(parts, head, _dropped(parts), budget)
+    count = tokens.count(text)
     for part in sorted(parts, key=lambda p: -p.slot.priority):
         while part.dropped and len(part.spare) > 0:
             item, cost = part.spare.pop()
@@ -216,10 +223,11 @@ def _refill(parts: list[_Part], head: list[str], budget: int) -> tuple[str, tupl
             part.dropped -= 1
             part.dropped_tokens -= cost
             trial = _compose(parts, head, _dropped(parts), budget)
-            if tokens.count(trial) > budget:
+            size = tokens.count(trial)
+            if size > budget:
                 part.spare.append((part.kept.pop(), part.costs.pop()))
                 part.dropped += 1
                 part.dropped_tokens += cost
                 break
-            text = trial
-    return text, tuple(_dropped(parts))
+            text, count = trial, size
+    return text, tuple(_dropped(parts)), count
