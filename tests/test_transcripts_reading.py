@@ -191,6 +191,35 @@ def test_a_record_cut_mid_way_is_skipped_and_reading_goes_on(tmp_path: Path) -> 
     assert result.skipped == {"invalid_json": 1} and [p.reason for p in result.problems] == ["invalid_json"]
 
 
+def test_hostile_records_are_skipped_not_raised(tmp_path: Path) -> None:
+    path = session_file(tmp_path)
+    deep = "[" * 100_000 + "]" * 100_000
+    nested = {"type": "user", "uuid": "u-n", "message": {"content": [{"type": "text", "text": ["x"]}]}}
+    with path.open("w") as handle:
+        handle.write(deep + "\n" + json.dumps(nested) + "\n")
+        handle.write(
+            json.dumps({"type": "user", "uuid": "u-t", "timestamp": 1e300, "message": {"content": "late"}}) + "\n"
+        )
+        handle.write(json.dumps({"type": "assistant", "message": {"content": 7}}) + "\n")
+        handle.write('"just a string"\n[1, 2]\nnull\n' + line(5))
+    result = SOURCE.parse(path, None)
+    assert texts(result.messages) == ["late", "message 5"]
+    assert result.messages[0].timestamp is None and result.messages[0].epoch_ms is None
+    assert result.skipped == {"invalid_json": 1, "empty": 1, "unknown_shape": 1, "unknown_record": 3}
+
+
+def test_a_damaged_cursor_is_refused_or_read_from_the_start(tmp_path: Path) -> None:
+    path = session_file(tmp_path)
+    path.write_text(line(0))
+    with pytest.raises(ValueError):
+        Cursor.from_json('{"path": "x"}')
+    good = SOURCE.parse(path, None).cursor
+    assert good is not None
+    wild = good.advanced(head_len=1 << 40, offset=-5)
+    again = SOURCE.parse(path, wild)
+    assert texts(again.messages) == ["message 0"] and [p.reason for p in again.problems] == ["replaced"]
+
+
 def test_a_whole_json_session_cut_mid_record_is_reported_then_read_once_whole(tmp_path: Path) -> None:
     chats = tmp_path / ".gemini/tmp/p/chats"
     chats.mkdir(parents=True)

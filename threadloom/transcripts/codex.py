@@ -20,9 +20,9 @@ openai/codex; txcript docs/formats/codex.md (skillsynchq/txcript); the field rep
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -162,7 +162,8 @@ def _said(record: Record, role: Role, text: str, stamp: Any, fmt: str, native: s
     """A turn, unless it mirrors the same role's last turn (see the module note)."""
     if not text.strip():
         raise Skip("empty")
-    digest = hashlib.sha256(text.strip().encode("utf-8", "replace")).hexdigest()[:16]
+    stripped = text.strip().encode("utf-8", "replace")
+    digest = f"{zlib.crc32(stripped):08x}{len(stripped):x}"  # compared with the last few turns only
     recent: dict[str, list[str]] = record.state.setdefault("recent", {"user": [], "assistant": []})
     if digest in recent.get(role, []):
         raise Skip("mirror")

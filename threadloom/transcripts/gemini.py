@@ -157,7 +157,7 @@ def parse_whole(path: Path, cursor: Cursor | None) -> ParseResult:
         raw = opened.file.read(MAX_JSON + 1)
     try:
         document = json.loads(raw.decode("utf-8", "replace"))
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         # Cut mid-write or damaged: nothing is trusted; the next change is read again.
         problems.append(Problem(name, "invalid_json", None, str(exc)[:120]))
         return ParseResult([], fresh.advanced(offset=fresh.size), problems, 1, {"invalid_json": 1})
@@ -176,7 +176,7 @@ def parse_whole(path: Path, cursor: Cursor | None) -> ParseResult:
             messages.extend(_message(item, record, "gemini/json"))
         except Skip as skip:
             skipped[skip.reason] = skipped.get(skip.reason, 0) + 1
-        except (KeyError, TypeError, ValueError, AttributeError):
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
             skipped["unknown_shape"] = skipped.get("unknown_shape", 0) + 1
     state["count"] = len(items)
     return ParseResult(messages, fresh.advanced(offset=fresh.size, state=state), problems, len(items) - done, skipped)

@@ -25,7 +25,7 @@ class Skip(Exception):
         self.reason = reason
 
 
-@dataclass
+@dataclass(slots=True)
 class Record:
     """One parsed line and where it came from; `state` is the file's adapter state, mutable."""
 
@@ -77,7 +77,7 @@ def parse_jsonl(
                     report(Problem(name, "invalid_utf8", offset, "invalid UTF-8 replaced with U+FFFD"))
                 try:
                     value = json.loads(text)
-                except ValueError as exc:
+                except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than Python's stack
                     skipped["invalid_json"] += 1
                     report(Problem(name, "invalid_json", offset, str(exc)[:120]))
                     continue
@@ -87,7 +87,7 @@ def parse_jsonl(
                     skipped[skip.reason] += 1
                     if skip.reason.startswith("unknown"):
                         report(Problem(name, skip.reason, offset))
-                except (KeyError, TypeError, ValueError, AttributeError) as exc:
+                except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
                     # A known record type with fields of unexpected types: a shape we do not know.
                     skipped["unknown_shape"] += 1
                     report(Problem(name, "unknown_shape", offset, f"{type(exc).__name__}: {exc}"[:120]))

@@ -89,19 +89,23 @@ class Cursor:
 
     @classmethod
     def from_json(cls, text: str) -> Cursor:
-        raw = json.loads(text)
-        return cls(
-            path=str(raw["path"]),
-            device=int(raw["device"]),
-            inode=int(raw["inode"]),
-            size=int(raw["size"]),
-            mtime_ns=int(raw["mtime_ns"]),
-            offset=int(raw["offset"]),
-            head_len=int(raw["head_len"]),
-            head_sha=str(raw["head_sha"]),
-            skipping=bool(raw.get("skipping", False)),
-            state=dict(raw.get("state") or {}),
-        )
+        """The cursor `to_json` wrote; ValueError on anything else (drop it and read the file again)."""
+        try:
+            raw = json.loads(text)
+            return cls(
+                path=str(raw["path"]),
+                device=int(raw["device"]),
+                inode=int(raw["inode"]),
+                size=int(raw["size"]),
+                mtime_ns=int(raw["mtime_ns"]),
+                offset=int(raw["offset"]),
+                head_len=int(raw["head_len"]),
+                head_sha=str(raw["head_sha"]),
+                skipping=bool(raw.get("skipping", False)),
+                state=dict(raw.get("state") or {}),
+            )
+        except (KeyError, TypeError, AttributeError) as exc:
+            raise ValueError(f"not a transcript cursor: {exc}") from exc
 
     def advanced(self, **changes: Any) -> Cursor:
         return replace(self, **changes)

@@ -57,7 +57,9 @@ def open_checked(path: Path, cursor: Cursor | None) -> Opened | Problem:
     restarted: Problem | None = None
     offset, skipping, state = 0, False, {}
     if cursor is not None:
-        if (cursor.device, cursor.inode) != (info.st_dev, info.st_ino):
+        if not (0 <= cursor.head_len <= HEAD and cursor.offset >= 0):
+            restarted = Problem(name, "replaced", detail="a damaged cursor: reading the file from the start")
+        elif (cursor.device, cursor.inode) != (info.st_dev, info.st_ino):
             restarted = Problem(name, "replaced", detail="a new file (inode) at this path: reading it from the start")
         elif info.st_size < cursor.offset:
             restarted = Problem(name, "truncated", cursor.offset, "the file shrank: reading it from the start")

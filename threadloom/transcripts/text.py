@@ -31,8 +31,11 @@ def timestamp(value: Any) -> tuple[str | None, int | None]:
         iso = text if canonical else moment.isoformat(timespec="milliseconds")
         return iso, int(moment.timestamp() * 1000)
     if isinstance(value, (int, float)) and not isinstance(value, bool):
-        ms = int(value if value > 100_000_000_000 else value * 1000)
-        return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds"), ms
+        try:
+            ms = int(value if value > 100_000_000_000 else value * 1000)
+            return datetime.fromtimestamp(ms / 1000, tz=UTC).isoformat(timespec="milliseconds"), ms
+        except (OverflowError, OSError, ValueError):  # NaN, infinity, or a number past year 9999
+            return None, None
     return None, None
 
 
@@ -44,7 +47,7 @@ def cap(text: str, limit: int = MAX_TEXT) -> str:
 
 def short(value: Any, limit: int) -> str:
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    text = " ".join(text.split())
+    text = " ".join(text[: limit * 4].split())  # collapse whitespace in the part that can be shown
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
