@@ -95,6 +95,7 @@ def init(
 
 def _register_groups() -> None:
     from threadloom.cli.backup import backup_app
+    from threadloom.cli.brief import brief
     from threadloom.cli.check import check
     from threadloom.cli.daemon import daemon_app
     from threadloom.cli.doctor import doctor
@@ -115,6 +116,7 @@ def _register_groups() -> None:
     app.command()(reindex)
     app.command()(watch)
     app.command()(setup)
+    app.command()(brief)
 
 
 def run() -> None:
