@@ -15,6 +15,7 @@ from typing import Any
 
 import tomlkit
 import tomlkit.exceptions
+import tomlkit.items
 
 from threadloom.errors import InvalidInput
 from threadloom.setup import jsonc
@@ -57,7 +58,7 @@ def _descend(root: jsonc.Node, path: tuple[str, ...]) -> tuple[jsonc.Node, int]:
         member = node.member(key)
         if member is None:
             return node, depth
-        if member.node.kind != "object" and depth < len(path) - 1:
+        if member.node.kind != "object":
             raise InvalidInput(f"{'.'.join(path[: depth + 1])} is not an object")
         node = member.node
     return node, len(path)
@@ -113,15 +114,17 @@ class JsonItem:
 
     def apply(self, text: str | None) -> tuple[str, Record | None]:
         body, root, before = _json_root(text)
-        node, depth = _descend(root, self.path)
+        parent, depth = _descend(root, self.path[:-1])
         expected = copy.deepcopy(before)
         record: Record = {"client": self.client, "kind": "json_item", "path": list(self.path), "marker": self.marker}
-        if depth < len(self.path):
+        member = parent.member(self.path[-1]) if depth == len(self.path) - 1 else None
+        if member is None:
             rest = self.path[depth:]
-            new = jsonc.insert(body, node, rest[0], _nested(rest[1:], [self.value]))
+            new = jsonc.insert(body, parent, rest[0], _nested(rest[1:], [self.value]))
             record["created"] = depth
             _get(expected, self.path[:depth])[rest[0]] = _nested(rest[1:], [self.value])
             return _checked(body, new, expected), record
+        node = member.node
         if node.kind != "array":
             raise InvalidInput(f"{'.'.join(self.path)} is not a list")
         items = _get(expected, self.path)
@@ -167,24 +170,29 @@ class TomlEntry:
                 raise InvalidInput(f"{'.'.join(self.path[: depth + 1])} is not a table")
             table = table[key]
         leaf = self.path[-1]
+        node = expected
+        for key in self.path[:-1]:
+            node = node.setdefault(key, {})
+        node[leaf] = self.value
         if leaf in table:
             old = table[leaf]
             old_value = old.unwrap() if hasattr(old, "unwrap") else old
             if old_value == self.value:
                 return body, None
             record["previous"] = old_value
-            table[leaf] = _table(self.value)
-        else:
-            table.append(leaf, _table(self.value))
-            record.setdefault("created", len(self.path) - 1)
-        node = expected
-        for key in self.path[:-1]:
-            node = node.setdefault(key, {})
-        node[leaf] = self.value
-        new = tomlkit.dumps(doc)
-        if tomllib.loads(new) != expected:
-            raise InvalidInput("cannot merge into it safely: the merge would change other entries")
-        return new, record
+            table[leaf] = _table(self.value, inline=isinstance(table, tomlkit.items.InlineTable))
+            return _toml_checked(tomlkit.dumps(doc), expected), record
+        # A new table goes at the end as text of its own, so that undo can take exactly that text out.
+        chunk = ("" if not body or body.endswith("\n") else "\n") + ("\n" if body.strip() else "")
+        chunk += f"[{'.'.join(self.path)}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in self.value.items())
+        record["appended"] = chunk
+        record.setdefault("created", len(self.path) - 1)
+        try:
+            return _toml_checked(body + chunk, expected), record
+        except InvalidInput:  # e.g. `mcp_servers = { ... }` inline: it cannot be extended by a header
+            del record["appended"]
+        table.append(leaf, _table(self.value, inline=isinstance(table, tomlkit.items.InlineTable)))
+        return _toml_checked(tomlkit.dumps(doc), expected), record
 
 
 def _toml(text: str) -> tomlkit.TOMLDocument:
@@ -195,10 +203,26 @@ def _toml(text: str) -> tomlkit.TOMLDocument:
         raise InvalidInput(f"cannot parse it as TOML: {exc}") from None
 
 
-def _table(value: dict[str, Any]) -> Any:
-    table = tomlkit.table()
+def _toml_checked(new: str, expected: Any) -> str:
+    try:
+        same = tomllib.loads(new) == expected
+    except tomllib.TOMLDecodeError:
+        same = False
+    if not same:
+        raise InvalidInput("cannot merge into it safely: the merge would change other entries")
+    return new
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, dict):
+        return str(_table(value, inline=True).as_string())
+    return str(tomlkit.item(value).as_string())
+
+
+def _table(value: dict[str, Any], inline: bool = False) -> Any:
+    table = tomlkit.inline_table() if inline else tomlkit.table()
     for key, item in value.items():
-        table.add(key, item)
+        table.append(key, _table(item, inline=True) if isinstance(item, dict) else item)
     return table
 
 
@@ -236,10 +260,15 @@ def revert(text: str, record: Record) -> str:
 
 def _revert_json(text: str, path: tuple[str, ...], record: Record) -> str:
     _, root, _ = _json_root(text)
-    container, depth = _descend(root, path if record["kind"] == "json_item" else path[:-1])
+    try:
+        container, depth = _descend(root, path[:-1])
+    except InvalidInput:
+        return text  # the user reshaped it since: nothing of setup's is left there
     if record["kind"] == "json_item":
-        if depth < len(path) or container.kind != "array":
+        member = container.member(path[-1]) if depth == len(path) - 1 else None
+        if member is None or member.node.kind != "array":
             return text
+        container = member.node
         mine = [i for i, item in enumerate(container.items) if _contains(item.value(), record["marker"])]
         if not mine:
             return text
@@ -268,6 +297,9 @@ def _revert_json(text: str, path: tuple[str, ...], record: Record) -> str:
 
 
 def _revert_toml(text: str, path: tuple[str, ...], record: Record) -> str:
+    chunk = record.get("appended")
+    if chunk and chunk in text:
+        return text.replace(chunk, "", 1)
     doc = _toml(text)
     tables: list[Any] = [doc]
     for key in path[:-1]:
