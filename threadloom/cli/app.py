@@ -125,5 +125,5 @@ def run() -> None:
         app()
     except ThreadloomError as exc:
         err.print("[red]threadloom:[/red] ", end="")
-        err.print(exc.message, markup=False, highlight=False)  # a message is text: `[embed]` is not markup
+        err.print(exc.message, markup=False, highlight=False, soft_wrap=True)  # text, not markup; a path stays whole
         sys.exit(2)
