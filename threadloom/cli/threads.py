@@ -5,6 +5,8 @@ terminal are named `cli`.
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable
 from typing import Annotated, Any
 
 import typer
@@ -12,8 +14,36 @@ import typer
 from threadloom.cli.session import run_in_session
 from threadloom.identity import Provenance
 from threadloom.runtime import Runtime
+from threadloom.sessions import SessionInfo
 
 thread_app = typer.Typer(help="Projects and threads of this repository.", no_args_is_help=True)
+
+
+def _recorded(act: Callable[[Runtime, Provenance], Any]) -> Callable[[Runtime, Provenance], Any]:
+    """Run `act` as a recorded session of this user (opened, then ended), so the project and thread it
+    moves to count as this user's for their next sessions here (`threads/position.py`), and a session
+    id of another user's is refused."""
+
+    def recorded(rt: Runtime, prov: Provenance) -> Any:
+        info = SessionInfo(
+            id=prov.session_id or "cli",
+            vendor=prov.vendor,
+            transport="cli",
+            project=prov.project,
+            cwd=os.getcwd(),
+            pid=os.getpid(),
+            client_name="threadloom-cli",
+            user=prov.user,
+            author=prov.author,
+            org=prov.org,
+        )
+        rt.sessions.open(info)
+        try:
+            return act(rt, prov)
+        finally:
+            rt.sessions.close(info)
+
+    return recorded
 
 
 @thread_app.command("project")
@@ -21,15 +51,23 @@ def project(
     title: Annotated[str | None, typer.Option("--create", help="Create a project with this title.")] = None,
     system_context: Annotated[str, typer.Option(help="With --create: standing instructions.")] = "",
     team: Annotated[bool, typer.Option(help="With --create: team mode (ownership rules).")] = False,
+    switch: Annotated[
+        str | None,
+        typer.Option("--switch", help="Work in this project (by id); new sessions of yours here start in it."),
+    ] = None,
 ) -> None:
-    """List this repository's projects, or create one (with its root thread)."""
+    """List this repository's projects, create one (with its root thread), or switch to one."""
+    if title and switch:
+        raise typer.BadParameter("--create and --switch do not go together")
 
     def act(rt: Runtime, prov: Provenance) -> Any:
         if title:
             rt.threads.create_project(prov, title, system_context, "team" if team else "solo")
+        if switch:
+            rt.threads.switch_project(prov, switch)
         return rt.threads.projects(prov)
 
-    run_in_session(act)
+    run_in_session(_recorded(act) if title or switch else act)
 
 
 @thread_app.command("tree")
@@ -57,13 +95,13 @@ def context(
         )
         return assembled.text
 
-    run_in_session(act, as_json=False)
+    run_in_session(_recorded(act) if thread_id else act, as_json=False)
 
 
 @thread_app.command("create")
 def create(title: str, parent: Annotated[str | None, typer.Option(help="Default: the active thread.")] = None) -> None:
     """Start a child thread and make it the active one."""
-    run_in_session(lambda rt, prov: rt.threads.create(prov, title, parent).__dict__ | {"summary": None})
+    run_in_session(_recorded(lambda rt, prov: rt.threads.create(prov, title, parent).__dict__ | {"summary": None}))
 
 
 @thread_app.command("summary")
@@ -76,7 +114,9 @@ def summary(
 ) -> None:
     """Update the active thread's summary (or one section)."""
     run_in_session(
-        lambda rt, prov: rt.threads.update_summary(prov, text, section, replace, path, thread_id).summary.sections
+        _recorded(
+            lambda rt, prov: rt.threads.update_summary(prov, text, section, replace, path, thread_id).summary.sections
+        )
     )
 
 
@@ -88,7 +128,9 @@ def status(
 ) -> None:
     """Finish, park or reopen a thread."""
     run_in_session(
-        lambda rt, prov: {"id": rt.threads.set_status(prov, new_status, reason, thread_id).id, "status": new_status}
+        _recorded(
+            lambda rt, prov: {"id": rt.threads.set_status(prov, new_status, reason, thread_id).id, "status": new_status}
+        )
     )
 
 

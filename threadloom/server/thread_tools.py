@@ -54,7 +54,7 @@ async def thread_context(
     budget = max_tokens or DEFAULT_MAX_TOKENS
     inner = budget - _RESERVE - budget // 20  # the context's share: the rest pays for the JSON around it
     assembled = await runtime.call(runtime.threads.context, prov, inner, thread_id)
-    tree = await runtime.call(runtime.threads.tree, prov)
+    near = await runtime.call(runtime.threads.outline, prov, thread_id)  # bounded: not the whole tree
     await runtime.call(runtime.threads.record_context_load, prov, assembled)
     view: dict[str, Any] = {
         "context": assembled.text,
@@ -66,7 +66,7 @@ async def thread_context(
         "caveats": list(assembled.caveats),
     }
     room = budget * CHARS_PER_TOKEN - _size(view)
-    view["tree"], view["problems"], cut = _fit(tree["tree"], tree["problems"], room)
+    view["tree"], view["problems"], cut = _fit(near.text, list(near.problems), room)
     view["caveats"] += cut
     return view
 

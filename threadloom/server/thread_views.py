@@ -6,18 +6,23 @@ cannot see which session asks, and the context depends on the session's project 
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, INVALID_PARAMS
 
 from threadloom.errors import NotFound, ThreadloomError
 from threadloom.server.connection import caller, connection_of
 
 if TYPE_CHECKING:
     from threadloom.server.app import ThreadloomServer
+
+logger = logging.getLogger(__name__)
 
 
 @contextmanager
@@ -29,6 +34,24 @@ def _reported() -> Iterator[None]:
         raise ResourceNotFoundError(str(exc)) from exc
     except ThreadloomError as exc:
         raise ResourceError(str(exc)) from exc
+
+
+@contextmanager
+def _prompt_errors(name: str) -> Iterator[None]:
+    """A prompt's failure with its cause, as {error, retryable}: the SDK turns any other exception into
+    a bare "Error rendering prompt" (mcp/server/mcpserver/prompts/base.py re-raises only MCPError)."""
+    try:
+        yield
+    except MCPError:
+        raise
+    except ThreadloomError as exc:
+        code = INTERNAL_ERROR if exc.retryable else INVALID_PARAMS
+        body = {"error": exc.message, "retryable": exc.retryable}
+        raise MCPError(code, f"prompt {name}: {exc.message} (retryable: {str(exc.retryable).lower()})", body) from exc
+    except Exception as exc:
+        logger.exception("prompt %s failed", name)
+        what = f"internal error ({type(exc).__name__}); see the threadloom log"
+        raise MCPError(INTERNAL_ERROR, f"prompt {name}: {what}", {"error": what, "retryable": False}) from exc
 
 
 def add_thread_views(server: ThreadloomServer) -> None:
@@ -75,15 +98,18 @@ def add_thread_views(server: ThreadloomServer) -> None:
     @server.prompt(name="context", title="Load the thread context")
     async def context_prompt(ctx: Context) -> str:
         """Loads the active thread's context into the conversation."""
-        runtime, prov = await caller(ctx)
-        assembled = await runtime.call(runtime.threads.context, prov, None)
+        with _prompt_errors("context"):
+            runtime, prov = await caller(ctx)
+            assembled = await runtime.call(runtime.threads.context, prov, None)
         return f"Here is the project context from threadloom. Work from it.\n\n{assembled.text}"
 
     @server.prompt(name="tree", title="Show the thread tree")
     async def tree_prompt(ctx: Context) -> str:
         """Shows the project's thread tree."""
-        runtime, prov = await caller(ctx)
-        return "threadloom threads:\n\n" + str((await runtime.call(runtime.threads.tree, prov))["tree"])
+        with _prompt_errors("tree"):
+            runtime, prov = await caller(ctx)
+            found = await runtime.call(runtime.threads.tree, prov)
+        return "threadloom threads:\n\n" + str(found["tree"])
 
     @server.prompt(name="create", title="Start a thread")
     def create_prompt(title: str) -> str:

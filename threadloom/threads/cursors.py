@@ -30,3 +30,37 @@ def set_cursor(store: Store, prov: Provenance, repo: Path, project: str, thread:
             {"s": prov.session_id or "", "r": str(repo), "p": project, "t": thread, "now": now_ms()},
         )
     )
+
+
+def cwd_of(store: Store, prov: Provenance) -> str | None:
+    """The working directory the session was started in (None before it is recorded)."""
+    found = store.read(lambda r: r.scalar("SELECT cwd FROM sessions WHERE id = :s", {"s": prov.session_id or ""}))
+    return str(found) if found else None
+
+
+def recent_of_user(
+    store: Store, prov: Provenance, repo: Path, project: str | None = None, limit: int = 20
+) -> list[tuple[str, str | None, int]]:
+    """The projects and threads this user's other sessions were last on in `repo` (of `project` and
+    on a thread, when given): those started in this session's working directory first, then the
+    most recent. Only sessions recorded as this user's count, so another user's never does."""
+    if not prov.user:
+        return []
+    where = "AND c.project = :p AND c.thread IS NOT NULL" if project else "AND c.project IS NOT NULL"
+    cwd = cwd_of(store, prov) or ""
+    rows = store.read(
+        lambda r: r.tuples(
+            "SELECT c.project, c.thread, c.updated_at FROM thread_cursors c JOIN sessions s ON s.id = c.session_id "
+            f"WHERE c.repo = :r AND c.session_id != :me AND s.user = :u {where} "
+            "ORDER BY CASE WHEN s.cwd = :cwd THEN 0 ELSE 1 END, c.updated_at DESC LIMIT :n",
+            {
+                "r": str(repo),
+                "me": prov.session_id or "",
+                "u": prov.user,
+                "p": project,
+                "cwd": cwd,
+                "n": limit,
+            },
+        )
+    )
+    return [(str(p), t if t is None else str(t), int(at)) for p, t, at in rows]

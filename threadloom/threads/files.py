@@ -17,6 +17,7 @@ from typing import Any, Final
 import yaml
 
 from threadloom.errors import InvalidInput, NotFound
+from threadloom.threads.file_cache import FileCache
 from threadloom.threads.model import Summary, Thread, check_thread_id
 from threadloom.threads.repository import MAX_FILE_BYTES, Repository
 
@@ -127,6 +128,13 @@ def _optional(value: object, what: str) -> str | None:
     return None if value is None or value == "" else scalar(value, what)
 
 
+def _parse_file(text: str, name: str) -> Thread:
+    return parse(text, check_thread_id(name[:-3]))
+
+
+_PARSED: Final = FileCache(_parse_file, (ValueError, KeyError, TypeError, yaml.YAMLError, InvalidInput))
+
+
 class ThreadFiles:
     """The thread files of one project in one repository, read and written through `Repository`."""
 
@@ -148,15 +156,11 @@ class ThreadFiles:
 
     def load(self) -> tuple[dict[str, Thread], list[Problem]]:
         """Every readable thread, and what is wrong with the files that are not (a link out of the
-        repository among them: reported, never followed)."""
-        texts, unreadable = self.files.read_folder(self._folder, ".md")
-        threads: dict[str, Thread] = {}
+        repository among them: reported, never followed). Only files changed since the last load in
+        this process are read and parsed (`file_cache`)."""
+        found, unreadable = _PARSED.load(self.files, self._folder, ".md")
+        threads = {name[:-3]: thread for name, thread in found.items()}
         problems = [Problem(f"{self._folder}/{name}", error) for name, error in unreadable.items()]
-        for name, text in texts.items():
-            try:
-                threads[name[:-3]] = parse(text, check_thread_id(name[:-3]))
-            except (ValueError, KeyError, TypeError, yaml.YAMLError, InvalidInput) as exc:
-                problems.append(Problem(f"{self._folder}/{name}", str(exc).splitlines()[0]))
         return threads, sorted(problems, key=lambda p: p.path)
 
     def read(self, thread_id: str) -> Thread:

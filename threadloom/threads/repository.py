@@ -20,7 +20,7 @@ import fcntl
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Final
@@ -33,6 +33,8 @@ _FOLDER: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _READ: Final = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
 _NEW: Final = os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 _LINK_UNSUPPORTED: Final = frozenset({errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV})
+# What identifies a file's content without reading it: inode, size, mtime and ctime (ns).
+Signature = tuple[int, int, int, int]
 
 
 class Repository:
@@ -75,34 +77,48 @@ class Repository:
     def read_folder(self, rel: str, suffix: str) -> tuple[dict[str, str], dict[str, str]]:
         """The texts of the folder's `*<suffix>` files by name, and why the others could not be read
         (a link out of the repository, not a regular file, not text). A missing folder has none."""
+        read, _, problems = self.read_folder_changed(rel, suffix, {})
+        return {name: text for name, (_, text) in read.items()}, problems
+
+    def read_folder_changed(
+        self, rel: str, suffix: str, known: Mapping[str, Signature]
+    ) -> tuple[dict[str, tuple[Signature | None, str]], set[str], dict[str, str]]:
+        """As `read_folder`, but a regular file whose signature (inode, size, mtime, ctime) is the one
+        `known` gives is not read: it is named in the second result. Each file read comes with the
+        signature of what was read, taken from the open file before reading, so a change made while
+        it is read moves the signature again (None for a file reached through a link: never kept)."""
         real = self._real(rel, "read")
-        texts: dict[str, str] = {}
+        read: dict[str, tuple[Signature | None, str]] = {}
+        same: set[str] = set()
         problems: dict[str, str] = {}
         with _plainly("read", rel):
             try:
                 folder = self._folder(real, create=False)
             except FileNotFoundError:
-                return texts, problems
+                return read, same, problems
             try:
                 for name in sorted(n for n in os.listdir(folder) if n.endswith(suffix)):
                     try:
-                        if stat.S_ISLNK(os.stat(name, dir_fd=folder, follow_symlinks=False).st_mode):
+                        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+                        if stat.S_ISLNK(st.st_mode):
                             text = self.read_text(f"{rel}/{name}")  # checked like any other path
-                        else:
-                            text = _read(os.open(name, _READ, dir_fd=folder), f"{rel}/{name}")
+                            if text is not None:
+                                read[name] = (None, text)
+                            continue
+                        if name in known and _signature(st) == known[name] and stat.S_ISREG(st.st_mode):
+                            same.add(name)
+                            continue
+                        fd = os.open(name, _READ, dir_fd=folder)
+                        read[name] = (_signature(os.fstat(fd)), _read(fd, f"{rel}/{name}"))
                     except FileNotFoundError:
                         continue  # deleted meanwhile
                     except InvalidInput as exc:
                         problems[name] = exc.message
-                        continue
                     except OSError as exc:
                         problems[name] = f"cannot read {rel}/{name}: {exc.strerror}"
-                        continue
-                    if text is not None:
-                        texts[name] = text
             finally:
                 os.close(folder)
-        return texts, problems
+        return read, same, problems
 
     # writing
 
@@ -274,6 +290,10 @@ class Repository:
                 os.close(fd)
                 raise InvalidInput(f"cannot lock {rel}: it is not a regular file")
             return fd
+
+
+def _signature(st: os.stat_result) -> Signature:
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _read(fd: int, rel: str) -> str:

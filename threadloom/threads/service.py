@@ -1,24 +1,19 @@
-"""Projects and threads of one repository: create, switch, summarise, finish, merge, move, delete,
-and the context a session loads. Files are the truth (committed with the code); the store keeps
-each session's position and a search index of the summaries.
+"""Projects and threads of one repository: create, switch, summarise, finish, merge, move, delete
+(the reads, and the context a session loads, are `reads.py`). Files are the truth (committed with
+the code); the store keeps each session's position and a search index of the summaries.
 """
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
 from typing import Any, Final
 
 from threadloom.clock import now_ms
-from threadloom.errors import InvalidInput, NotFound, StoreFull
+from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
-from threadloom.search.engine import SearchEngine
-from threadloom.sessions import record_event
-from threadloom.store.base import Store
+from threadloom.scrub import SCRUB, Scrubber
 from threadloom.threads import git
-from threadloom.threads.changes import Changes
-from threadloom.threads.cursors import cursor, set_cursor
-from threadloom.threads.files import FOLDER, ThreadFiles
+from threadloom.threads.files import ThreadFiles
 from threadloom.threads.model import (
     MAX_BRANCH_CHARS,
     MAX_REASON_CHARS,
@@ -33,31 +28,30 @@ from threadloom.threads.model import (
     check_thread_id,
     slugify,
 )
-from threadloom.threads.projects import PROJECTS, Project, create_project_file, load_projects
+from threadloom.threads.position import ROOT_THREAD, TRUNK_BRANCHES
+from threadloom.threads.projects import PROJECTS, Project, create_project_file
+from threadloom.threads.reads import ThreadReads, repo_of
 from threadloom.threads.repository import Repository
-from threadloom.threads.stats import thread_stats
-from threadloom.threads.tree import Context, Tree, assemble
+from threadloom.threads.tree import Context, Tree
 
-ROOT_THREAD: Final = "main"
+__all__ = ["ROOT_THREAD", "ThreadService", "repo_of"]
 MODES: Final = ("solo", "team")
-TRUNK_BRANCHES: Final = frozenset({"main", "master", "trunk", "develop"})
 
 
-class ThreadService:
-    def __init__(self, store: Store, engine: SearchEngine, author: str = "") -> None:
-        self._store = store
-        self._engine = engine
-        self._author = author  # THREADLOOM_AUTHOR; empty: from git config
-        self._changes = Changes(store, engine)
+class ThreadService(ThreadReads):
+    """Writes; the reads are `ThreadReads`."""
+
+    scrubber: Scrubber = SCRUB  # open_runtime sets THREADLOOM_SCRUB_SECRETS's
 
     # projects
 
     def create_project(self, prov: Provenance, title: str, system_context: str = "", mode: str = "solo") -> Project:
-        repo, title = repo_of(prov), " ".join(title.split())  # one line: it heads every context
+        repo, title = repo_of(prov), " ".join(self.scrubber.text(title).split())  # one line: heads every context
         if mode not in MODES:
             raise InvalidInput("mode is solo or team")
         if not title.strip() or len(title) > MAX_TITLE:
             raise InvalidInput(f"a project title is 1-{MAX_TITLE} characters")
+        system_context = self.scrubber.text(system_context)
         if len(system_context.strip()) > MAX_SYSTEM_CONTEXT_CHARS:
             raise InvalidInput(
                 f"a project's system_context is at most {MAX_SYSTEM_CONTEXT_CHARS:,} characters (it is in every "
@@ -81,14 +75,6 @@ class ThreadService:
         self._set_cursor(prov, project.id, ROOT_THREAD)
         return project
 
-    def projects(self, prov: Provenance) -> dict[str, Any]:
-        found, skipped = load_projects(Repository(repo_of(prov)))
-        selected = self._cursor(prov)[0]
-        return {
-            "projects": [p.__dict__ | {"selected": p.id == selected} for p in found.values()],
-            "caveats": skipped + ([] if found else ["no project here yet: create one (it starts with a root thread)"]),
-        }
-
     def switch_project(self, prov: Provenance, project_id: str) -> Project:
         found = self._projects(repo_of(prov))
         if check_thread_id(project_id) not in found:
@@ -96,54 +82,16 @@ class ThreadService:
         self._set_cursor(prov, project_id, None)
         return found[project_id]
 
-    def _projects(self, repo: Path) -> dict[str, Project]:
-        return load_projects(Repository(repo))[0]
-
-    def project(self, prov: Provenance, named: str | None = None) -> Project:
-        """The `named` project, else the session's; a single project is selected automatically."""
-        found = self._projects(repo_of(prov))
-        if named and check_thread_id(named) not in found:
-            raise NotFound(f"no project {named!r} here; projects: {', '.join(found) or 'none'}")
-        chosen = named or self._cursor(prov)[0]
-        if chosen in found:
-            return found[chosen]
-        if len(found) == 1:
-            return next(iter(found.values()))
-        if not found:
-            raise NotFound("no threadloom project in this repository; create one first")
-        raise InvalidInput(f"several projects here ({', '.join(found)}); switch to one first")
-
     # threads
-
-    def tree(self, prov: Provenance, project_id: str | None = None) -> dict[str, Any]:
-        """The tree of `project_id` (default: the session's project)."""
-        project = self.project(prov, project_id)
-        files = ThreadFiles(repo_of(prov), project.id)
-        threads, problems = files.load()
-        tree = Tree(threads)
-        active = self._active(prov, project, threads)
-        cycles = [
-            {
-                "path": files.rel_of(cycle[0]),
-                "error": f"a parent cycle: {' -> '.join([*cycle, cycle[0]])} (fix the parent: line of one of them)",
-            }
-            for cycle in tree.cycles()
-        ]
-        return {
-            "project": project.id,
-            "active": active,
-            "tree": tree.render(active),
-            "problems": [p.__dict__ for p in problems] + cycles,
-        }
 
     def create(self, prov: Provenance, title: str, parent: str | None = None) -> Thread:
         """A child of `parent` (default: the active thread); on a feature branch, linked to it. Its id
         is one no file holds: a file that could not be read (broken, conflict-marked) is never replaced."""
-        repo, project, title = repo_of(prov), self.project(prov), " ".join(title.split())
+        repo, project, title = repo_of(prov), self.project(prov), " ".join(self.scrubber.text(title).split())
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, problems = files.load()
-            parent_id = parent or self._active(prov, project, threads)
+            parent_id = parent or self._position(prov, project, files).thread
             Tree(threads).get(check_thread_id(parent_id))
             current = git.branch(repo)
             linked = current if current and current not in TRUNK_BRANCHES and len(current) <= MAX_BRANCH_CHARS else None
@@ -160,58 +108,11 @@ class ThreadService:
         self._set_cursor(prov, project.id, thread.id)
         return thread
 
-    def thread(self, prov: Provenance, thread_id: str | None = None) -> Thread:
-        """One thread of the session's project (default: its active thread)."""
-        project = self.project(prov)
-        threads, _ = ThreadFiles(repo_of(prov), project.id).load()
-        chosen = thread_id or self._active(prov, project, threads)
-        return Tree(threads).get(check_thread_id(chosen))
-
     def switch(self, prov: Provenance, thread_id: str, max_tokens: int | None = None) -> Context:
         """`thread_id`'s context; then it is the session's thread (a failure leaves the session where it was)."""
         context = self.context(prov, max_tokens, check_thread_id(thread_id))
         self._set_cursor(prov, self.project(prov).id, thread_id)
         return context
-
-    def context(self, prov: Provenance, max_tokens: int | None = None, thread_id: str | None = None) -> Context:
-        """Assembled from the active thread's file (or `thread_id`'s) and its ancestors' only, however
-        large the tree."""
-        repo, project = repo_of(prov), self.project(prov)
-        files = ThreadFiles(repo, project.id)
-        chain = files.chain(thread_id) if thread_id else self._active_chain(prov, project, files)
-        thread = chain[0]
-        warnings = []
-        if thread.commit and thread.paths:
-            changed = git.commits_since(repo, thread.commit, thread.paths)
-            if changed:
-                warnings.append(
-                    f"{changed} commit(s) changed {', '.join(thread.paths)} since this summary was written: "
-                    "check it is still accurate"
-                )
-        tree = Tree({t.id: t for t in chain})
-        folder = f"{FOLDER}/threads/{project.id}"
-        return assemble(tree, thread.id, project.title, project.system_context, max_tokens, tuple(warnings), folder)
-
-    def record_context_load(self, prov: Provenance, context: Context) -> None:
-        """Journal a context load (its size feeds `stats`)."""
-        project = self.project(prov)
-        detail = {"project": project.id, "thread": context.threads[0], "tokens": context.tokens}
-        with contextlib.suppress(StoreFull):  # bookkeeping: a full disk must not fail the read it follows
-            self._store.write(lambda w: record_event(w, prov, "thread.context", detail))
-
-    def stats(self, prov: Provenance) -> dict[str, Any]:
-        """Summary sizes, and the context sessions loaded (conversation sizes come with transcripts)."""
-        return thread_stats(self._store, repo_of(prov), self.project(prov).id)
-
-    def _active_chain(self, prov: Provenance, project: Project, files: ThreadFiles) -> list[Thread]:
-        chosen_project, chosen = self._cursor(prov)
-        if chosen_project == project.id and chosen is not None:
-            try:
-                return files.chain(chosen)
-            except (NotFound, InvalidInput):
-                pass  # deleted or broken since: fall back to the branch or the root
-        threads, _ = files.load()
-        return files.chain(self._active(prov, project, threads))
 
     def update_summary(
         self,
@@ -226,6 +127,7 @@ class ThreadService:
         thread as it would become is checked whole (each section, the summary, the file) first."""
         check_paths(paths or [])
         _check_size(text, MAX_SUMMARY_CHARS if section is None else MAX_SECTION_CHARS)
+        text = self.scrubber.text(text)
         whole = Summary.parse(text, strict=True) if section is None else None
 
         def change(thread: Thread, repo: Path) -> Thread:
@@ -243,7 +145,7 @@ class ThreadService:
         """done / abandoned (the reason joins Decisions), idle, or active to reopen."""
         if status not in STATUSES:
             raise InvalidInput(f"status must be one of {', '.join(STATUSES)}")
-        reason = " ".join((reason or "").split()) or None  # one line: it becomes a bullet and the outcome
+        reason = " ".join(self.scrubber.text(reason or "").split()) or None  # one line: a bullet and the outcome
         if reason is not None and len(reason) > MAX_REASON_CHARS:
             raise InvalidInput(f"a reason is at most {MAX_REASON_CHARS:,} characters ({len(reason):,} given)")
 
@@ -260,12 +162,12 @@ class ThreadService:
         carries the child's conclusions), the child is done, and the session moves to the parent. Both
         are checked before either is written; the parent is written first, the child's status last."""
         _check_size(parent_summary, MAX_SUMMARY_CHARS)
-        summary = Summary.parse(parent_summary, strict=True)
+        summary = Summary.parse(self.scrubber.text(parent_summary), strict=True)
         repo, project = repo_of(prov), self.project(prov)
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, _ = files.load()
-            child = Tree(threads).get(thread_id or self._active(prov, project, threads))
+            child = Tree(threads).get(thread_id or self._position(prov, project, files).thread)
             if child.parent is None or child.parent not in threads:
                 raise InvalidInput(f"{child.id} has no parent to merge into")
             self._own(prov, project, repo, [child, threads[child.parent]], "merge (the thread and its parent)")
@@ -334,31 +236,13 @@ class ThreadService:
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, _ = files.load()
-            current = Tree(threads).get(check_thread_id(thread_id or self._active(prov, project, threads)))
+            current = Tree(threads).get(check_thread_id(thread_id or self._position(prov, project, files).thread))
             self._own(prov, project, repo, [current], "change a thread")
             updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
             self._changes.save(files, prov, [updated])
+        if thread_id is None:  # the session's own thread, perhaps resumed: it is now where the session is
+            self._set_cursor(prov, project.id, updated.id)
         return updated
-
-    def _active(self, prov: Provenance, project: Project, threads: dict[str, Thread]) -> str:
-        """The session's thread; else the one linked to the checked-out branch; else the root."""
-        chosen_project, chosen = self._cursor(prov)
-        if chosen_project == project.id and chosen in threads:
-            return chosen
-        current = git.branch(repo_of(prov))
-        linked = [t for t in threads.values() if current and t.branch == current and t.status == "active"]
-        if linked:
-            return max(linked, key=lambda t: t.updated_at).id
-        roots = Tree(threads).roots()
-        if not roots:
-            raise NotFound(f"project {project.id} has no readable threads")
-        return roots[0].id
-
-    def _cursor(self, prov: Provenance) -> tuple[str | None, str | None]:
-        return cursor(self._store, prov, repo_of(prov))
-
-    def _set_cursor(self, prov: Provenance, project: str, thread: str | None) -> None:
-        set_cursor(self._store, prov, repo_of(prov), project, thread)
 
 
 def _check_size(text: str, most: int) -> None:
@@ -385,9 +269,3 @@ def _check_new_project(files: Repository, project_id: str) -> None:
             f"{threads.rel_of(held[0]).rsplit('/', 1)[0]} already holds threads ({', '.join(held[:5])}) of a project "
             f"whose file {PROJECTS}/{project_id}.yaml is missing: restore it (git) or choose another title"
         )
-
-
-def repo_of(prov: Provenance) -> Path:
-    if not prov.project:
-        raise InvalidInput("this session has no project root (set THREADLOOM_ROOT or open a folder)")
-    return Path(prov.project)

@@ -97,15 +97,9 @@ class Tree:
         lines: list[str] = []
 
         def walk(thread: Thread, prefix: str, last: bool, top: bool, seen: set[str]) -> None:
-            marks = [thread.status] if thread.status != "active" else []
-            if top and thread.parent is not None and thread.parent in self.threads:
-                marks.append("parent cycle")
-            if thread.branch:
-                marks.append(f"branch {thread.branch}")
-            label = (
-                thread.id + (f" [{', '.join(marks)}]" if marks else "") + ("  <- active" if thread.id == active else "")
-            )
-            lines.append(label if top else f"{prefix}{'└── ' if last else '├── '}{label}")
+            cycle = top and thread.parent is not None and thread.parent in self.threads
+            text = label(thread, active, cycle)
+            lines.append(text if top else f"{prefix}{'└── ' if last else '├── '}{text}")
             kids = [k for k in self.children(thread.id) if k.id not in seen]
             for n, kid in enumerate(kids):
                 walk(
@@ -119,6 +113,16 @@ class Tree:
         for root in self.roots():
             walk(root, "", True, True, {root.id})
         return "\n".join(lines)
+
+
+def label(thread: Thread, active: str | None = None, cycle: bool = False) -> str:
+    """A thread's line in a tree: its id, status and branch, and the active marker."""
+    marks = [thread.status] if thread.status != "active" else []
+    if cycle:
+        marks.append("parent cycle")
+    if thread.branch:
+        marks.append(f"branch {thread.branch}")
+    return thread.id + (f" [{', '.join(marks)}]" if marks else "") + ("  <- active" if thread.id == active else "")
 
 
 def _age(t: Thread) -> tuple[int, str]:
@@ -142,11 +146,13 @@ def assemble(
     max_tokens: int | None = None,
     warnings: tuple[str, ...] = (),
     folder: str = ".threadloom/threads",
+    lead: str = "",
 ) -> Context:
     """The active thread's whole summary plus only the Decisions and Constraints of its ancestors
     (siblings stay out), within `max_tokens` (default DEFAULT_MAX_TOKENS) for the whole text. Over
     it, the farthest ancestors go first, then the active thread's sections in CUT_FIRST order, then
-    the text is cut at its end; the context and its caveats name each cut and where to read it all."""
+    the text is cut at its end; the context and its caveats name each cut and where to read it all.
+    `lead` (where the session is and why) opens the text."""
     budget = max(1, DEFAULT_MAX_TOKENS if max_tokens is None else max_tokens) * CHARS_PER_TOKEN
     thread = tree.get(active)
     kept = tree.ancestors(active)  # nearest first
@@ -179,7 +185,7 @@ def assemble(
             said.append(f"cut the end of the context (of {thread.id}'s Decisions and Constraints): {whole}")
             short.append("the end")
         where = f"threadloom://thread/{thread.id} has it all" if dropped or cut_end else "threadloom://thread/<id>"
-        head = f"## System context\n{system}\n\n---\n" if system else ""
+        head = (f"_{lead}_\n\n" if lead else "") + (f"## System context\n{system}\n\n---\n" if system else "")
         blocks = [_block(a, a.summary.render(only=INHERITED)) for a in reversed(kept)]
         notes = "".join(f"_⚠ {w}_\n" for w in warnings)
         blocks.append(_block(thread, Summary(sections).render(), notes, active=True))
