@@ -235,3 +235,31 @@ def test_copilot_events_session_in_both_layouts(tmp_path: Path) -> None:
 @pytest.mark.parametrize("source", sources(), ids=lambda s: s.name)
 def test_a_home_without_the_client_yields_no_files(tmp_path: Path, source: Source) -> None:
     assert list(source.discover(tmp_path)) == []
+
+
+@pytest.mark.parametrize(
+    ("source", "variable", "where"),
+    [
+        (ClaudeCode(), "CLAUDE_CONFIG_DIR", "projects/-w/s.jsonl"),
+        (Codex(), "CODEX_HOME", "sessions/2026/01/02/rollout-2026-01-02T00-00-00-a.jsonl"),
+        (Gemini(), "GEMINI_CLI_HOME", ".gemini/tmp/w/chats/session-2026-01-02T00-00-a.jsonl"),
+        (Copilot(), "COPILOT_HOME", "session-state/a/events.jsonl"),
+    ],
+    ids=lambda value: value if isinstance(value, str) else "",
+)
+def test_the_clients_own_variable_moves_its_folder(tmp_path: Path, source: Source, variable: str, where: str) -> None:
+    moved = tmp_path / "elsewhere"
+    (moved / where).parent.mkdir(parents=True)
+    (moved / where).write_text("{}\n")
+    home = tmp_path / "home"
+    home.mkdir()
+    assert list(source.discover(home)) == []
+    assert list(source.discover(home, {variable: str(moved)})) == [moved / where]
+
+
+def test_gemini_messages_carry_the_project_folder_from_its_marker(tmp_path: Path) -> None:
+    where = ".gemini/tmp/loom/chats/session-2026-10-12T09-30-a1b2c3d4.jsonl"
+    install(tmp_path, "gemini/session-2026-10-12T09-30-a1b2c3d4.jsonl", where)
+    (tmp_path / ".gemini/tmp/loom/.project_root").write_text("/home/ada/src/loom")
+    (result,) = read_all(Gemini(), tmp_path).values()
+    assert {m.cwd for m in result.messages} == {"/home/ada/src/loom"}

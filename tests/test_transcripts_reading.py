@@ -142,6 +142,36 @@ def test_a_small_budget_reads_in_steps_and_loses_nothing(tmp_path: Path) -> None
     assert seen == [f"message {n}" for n in range(200)] and steps > 10
 
 
+def test_lines_appended_between_steps_are_read_exactly_once(tmp_path: Path) -> None:
+    path = session_file(tmp_path)
+    path.write_text("".join(line(n) for n in range(50)))
+    seen: list[str] = []
+    cursor, written = None, 50
+    while True:
+        result = SOURCE.parse(path, cursor, budget=2000)
+        seen.extend(texts(result.messages))
+        cursor = result.cursor
+        if written < 80:  # the client keeps writing while ingest reads, a partial line included
+            with path.open("a") as handle:
+                handle.write(line(written) + line(written + 1)[:25])
+            with path.open("a") as handle:
+                handle.write(line(written + 1)[25:])
+            written += 2
+        elif not result.more:
+            break
+    assert seen == [f"message {n}" for n in range(80)]
+
+
+def test_a_backfill_since_a_date_leaves_older_files_out(tmp_path: Path) -> None:
+    old, new = session_file(tmp_path, "old.jsonl"), session_file(tmp_path, "new.jsonl")
+    old.write_text(line(0))
+    new.write_text(line(1))
+    os.utime(old, (1_700_000_000, 1_700_000_000))
+    stats = SourceStats(SOURCE.name)
+    read = [path.name for path, _ in scan(SOURCE, tmp_path, {}, stats, modified_since_ms=1_750_000_000_000)]
+    assert read == ["new.jsonl"] and stats.files_seen == 1
+
+
 def test_a_50_mb_line_is_skipped_in_bounded_memory_and_reported(tmp_path: Path) -> None:
     path = session_file(tmp_path)
     with path.open("w") as handle:
@@ -292,6 +322,16 @@ def test_a_source_that_yields_files_but_no_message_raises_an_alarm(tmp_path: Pat
     assert results[0].messages == [] and stats.skipped == {"unknown_record": 30}
     (alarm,) = alarms([stats])
     assert alarm.source == "codex" and "no message recognised" in alarm.message
+
+
+def test_mostly_unknown_records_raise_an_alarm_even_when_some_messages_parse() -> None:
+    stats = SourceStats("gemini", files_seen=2, files_read=2, records=100, messages=10)
+    stats.by_role.update({"user": 5, "assistant": 5})
+    stats.skipped.update({"unknown_record": 60, "unknown_shape": 5})
+    (alarm,) = alarms([stats])
+    assert "65 of 100 records" in alarm.message
+    stats.skipped["unknown_record"] = 10
+    assert alarms([stats]) == []
 
 
 def test_turns_of_one_role_only_raise_an_alarm() -> None:

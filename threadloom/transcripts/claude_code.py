@@ -7,7 +7,8 @@ One JSON object per line, tagged by `type`. `user` and `assistant` lines carry a
 `attachment`, `queue-operation`, ...) are bookkeeping.
 
 Sources (the record format is officially internal and unstable; these were read 2026-11-30):
-- Anthropic, "Manage sessions": https://code.claude.com/docs/en/sessions (storage path).
+- Anthropic, "Manage sessions": https://code.claude.com/docs/en/sessions (storage path;
+  `CLAUDE_CONFIG_DIR` moves it).
 - txcript's format notes, reverse-engineered from CLI 0.144-2.1.227:
   https://github.com/skillsynchq/txcript/blob/main/docs/formats/claude-code.md
 - elidickinson/cc-session-io docs/claude-code-sessions.md (directory naming).
@@ -15,7 +16,7 @@ Sources (the record format is officially internal and unstable; these were read 
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -50,9 +51,10 @@ BOOKKEEPING = frozenset(
 class ClaudeCode:
     name = NAME
 
-    def discover(self, home: Path) -> Iterator[Path]:
+    def discover(self, home: Path, env: Mapping[str, str] | None = None) -> Iterator[Path]:
+        root = Path(moved) if (moved := (env or {}).get("CLAUDE_CONFIG_DIR")) else home / ".claude"
         # Only <project>/<session>.jsonl: a session's side folder (subagents/, tool-results/) is not a session.
-        return walk(home / ".claude" / "projects", lambda parts: len(parts) == 2 and parts[1].endswith(".jsonl"), 2)
+        return walk(root / "projects", lambda parts: len(parts) == 2 and parts[1].endswith(".jsonl"), 2)
 
     def parse(self, path: Path, cursor: Cursor | None, *, budget: int = BUDGET) -> ParseResult:
         return parse_jsonl(path, cursor, decode, initial_state=lambda p: {"session": p.stem}, budget=budget)

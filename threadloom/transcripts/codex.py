@@ -1,4 +1,5 @@
-"""Codex CLI: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl` (and `archived_sessions/`).
+"""Codex CLI: `~/.codex/sessions/YYYY/MM/DD/rollout-<time>-<uuid>.jsonl` (and `archived_sessions/`;
+`CODEX_HOME` replaces `~/.codex`).
 
 Three record vocabularies are read, since files of each stay on disk after upgrades:
 - bare (before 2025-09): a bare SessionMeta first line (`id`, `timestamp`, `instructions`) and bare
@@ -23,7 +24,7 @@ from __future__ import annotations
 import json
 import re
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,14 @@ OUTPUTS = frozenset({"function_call_output", "custom_tool_call_output", "tool_se
 class Codex:
     name = NAME
 
-    def discover(self, home: Path) -> Iterator[Path]:
+    def discover(self, home: Path, env: Mapping[str, str] | None = None) -> Iterator[Path]:
+        root = Path(moved) if (moved := (env or {}).get("CODEX_HOME")) else home / ".codex"
+
         def rollout(parts: tuple[str, ...]) -> bool:
             return parts[-1].startswith("rollout-") and parts[-1].endswith(".jsonl")
 
-        yield from walk(home / ".codex" / "sessions", rollout, 4)
-        yield from walk(home / ".codex" / "archived_sessions", rollout, 1)
+        yield from walk(root / "sessions", rollout, 4)
+        yield from walk(root / "archived_sessions", rollout, 1)
 
     def parse(self, path: Path, cursor: Cursor | None, *, budget: int = BUDGET) -> ParseResult:
         return parse_jsonl(path, cursor, decode, initial_state=first_state, budget=budget)

@@ -1,5 +1,5 @@
 """GitHub Copilot CLI: `~/.copilot/session-state/<session-id>/events.jsonl` (earlier builds wrote
-`session-state/<session-id>.jsonl` flat; both are read).
+`session-state/<session-id>.jsonl` flat; both are read). `COPILOT_HOME` replaces `~/.copilot`.
 
 One event per line: `{"type", "id", "timestamp", "parentId", "data"}`. `session.start` carries
 `data.sessionId`, `data.copilotVersion` and `data.context.cwd`; `session.model_change` carries
@@ -19,7 +19,7 @@ the flat layout.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +37,13 @@ BOOKKEEPING_PREFIXES = ("session.", "assistant.", "hook.", "subagent.", "skill."
 class Copilot:
     name = NAME
 
-    def discover(self, home: Path) -> Iterator[Path]:
+    def discover(self, home: Path, env: Mapping[str, str] | None = None) -> Iterator[Path]:
+        root = Path(moved) if (moved := (env or {}).get("COPILOT_HOME")) else home / ".copilot"
+
         def events(parts: tuple[str, ...]) -> bool:
             return parts[-1] == "events.jsonl" if len(parts) == 2 else len(parts) == 1 and parts[0].endswith(".jsonl")
 
-        return walk(home / ".copilot" / "session-state", events, 2)
+        return walk(root / "session-state", events, 2)
 
     def parse(self, path: Path, cursor: Cursor | None, *, budget: int = BUDGET) -> ParseResult:
         return parse_jsonl(path, cursor, decode, initial_state=first_state, budget=budget)

@@ -11,14 +11,16 @@ google-gemini/gemini-cli (read at 5411f113, 2026-08-21):
   Resuming an old .json session migrates it to a .jsonl beside it, so both exist: keys are
   `<sessionId>:<message id>`, the same in both.
 A record seen again with new content is yielded again with `revises=True` under the same key.
-The files hold no working directory (`projectHash` is a hash of it), so `cwd` is None.
+The files hold no working directory (`projectHash` is a hash of it); `cwd` comes from the
+`tmp/<project>/.project_root` marker that packages/core/src/config/projectRegistry.ts writes.
+`GEMINI_CLI_HOME` replaces the home folder (packages/core/src/utils/paths.ts).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -37,19 +39,34 @@ NOTICES = frozenset({"info", "error", "warning"})
 class Gemini:
     name = NAME
 
-    def discover(self, home: Path) -> Iterator[Path]:
+    def discover(self, home: Path, env: Mapping[str, str] | None = None) -> Iterator[Path]:
+        base = Path(moved) if (moved := (env or {}).get("GEMINI_CLI_HOME")) else home
+
         def chat(parts: tuple[str, ...]) -> bool:
             if len(parts) < 3 or parts[1] != "chats":
                 return False
             name = parts[-1]
             return name.endswith((".json", ".jsonl")) and (name.startswith("session-") or len(parts) == 4)
 
-        return walk(home / ".gemini" / "tmp", chat, 4)
+        return walk(base / ".gemini" / "tmp", chat, 4)
 
     def parse(self, path: Path, cursor: Cursor | None, *, budget: int = BUDGET) -> ParseResult:
         if path.suffix == ".jsonl":
-            return parse_jsonl(path, cursor, decode, initial_state=lambda _: {}, budget=budget)
+            return parse_jsonl(path, cursor, decode, initial_state=first_state, budget=budget)
         return parse_whole(path, cursor)
+
+
+def first_state(path: Path) -> dict[str, Any]:
+    """The project folder, from the `.project_root` marker Gemini keeps beside `chats/` (when present)."""
+    for folder in list(path.parents)[:3]:
+        if folder.name == "chats":
+            try:
+                with (folder.parent / ".project_root").open("rb") as marker:
+                    root = marker.read(4096).decode("utf-8", "replace").strip()
+            except OSError:
+                return {}
+            return {"cwd": root} if root else {}
+    return {}
 
 
 def decode(value: Any, record: Record) -> list[Message]:
@@ -111,7 +128,7 @@ def _message(item: Any, record: Record, version: str) -> list[Message]:
             text=cap(text),
             timestamp=when,
             epoch_ms=epoch_ms,
-            cwd=None,
+            cwd=state.get("cwd"),
             model=model if isinstance(model, str) else None,
             format=f"{version}:{kind}",
             tools=tuple(tools),
@@ -164,7 +181,7 @@ def parse_whole(path: Path, cursor: Cursor | None) -> ParseResult:
     if not isinstance(document, dict) or not isinstance(document.get("messages"), list):
         problems.append(Problem(name, "unknown_record", 0, "not a Gemini conversation record"))
         return ParseResult([], fresh.advanced(offset=fresh.size), problems, 1, {"unknown_record": 1})
-    state: dict[str, Any] = dict(fresh.state)
+    state: dict[str, Any] = dict(fresh.state) or first_state(path)
     state["session"] = str(document.get("sessionId") or state.get("session") or path.stem)
     items = document["messages"]
     done = min(int(state.get("count", 0)), len(items))

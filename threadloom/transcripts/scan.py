@@ -95,11 +95,20 @@ def scan(
     cursors: Mapping[str, Cursor],
     stats: SourceStats,
     *,
+    env: Mapping[str, str] | None = None,
+    modified_since_ms: int | None = None,
     budget: int = BUDGET,
 ) -> Iterator[tuple[Path, ParseResult]]:
     """Every file of `source` read from its cursor to its end, in budget-sized results; the caller
-    persists each result's messages, then its cursor (in that order, so a crash re-reads, never skips)."""
-    for path in source.discover(home):
+    persists each result's messages, then its cursor (in that order, so a crash re-reads, never skips).
+    `modified_since_ms` leaves out files last written before then (a backfill's `--since`)."""
+    for path in source.discover(home, env):
+        if modified_since_ms is not None:
+            try:
+                if path.stat().st_mtime_ns // 1_000_000 < modified_since_ms:
+                    continue
+            except OSError:
+                pass  # vanished: parse reports it
         stats.files_seen += 1
         cursor = cursors.get(str(path))
         while True:
