@@ -65,7 +65,7 @@ def test_claude_code_session_yields_turns_tools_and_results(tmp_path: Path) -> N
     )
     assert (answer.name, answer.ok) == ("Read", True)
     assert answer.result is not None and answer.result.startswith("def test_elapsed(): start = time.time()")
-    assert messages[0].key == f"{CLAUDE_SESSION}:0c9a7f52-1111-4a4b-9c1d-000000000001"
+    assert messages[0].key == "0c9a7f52-1111-4a4b-9c1d-000000000001"
     assert {m.format for m in messages} == {"claude-code/jsonl:user", "claude-code/jsonl:assistant"}
     # summary, snapshot, system: bookkeeping; the caveat: injected; thinking only: empty; one unknown type.
     assert result.skipped == {"bookkeeping": 3, "injected": 1, "empty": 1, "unknown_record": 1}
@@ -263,3 +263,12 @@ def test_gemini_messages_carry_the_project_folder_from_its_marker(tmp_path: Path
     (tmp_path / ".gemini/tmp/loom/.project_root").write_text("/home/ada/src/loom")
     (result,) = read_all(Gemini(), tmp_path).values()
     assert {m.cwd for m in result.messages} == {"/home/ada/src/loom"}
+
+
+def test_a_resumed_claude_session_repeats_earlier_turns_under_the_same_keys(tmp_path: Path) -> None:
+    first = install(tmp_path, "claude-code/session-v2.jsonl", ".claude/projects/-w/a.jsonl")
+    resumed = tmp_path / ".claude/projects/-w/b.jsonl"
+    lines = first.read_text().splitlines(keepends=True)
+    resumed.write_text("".join(line.replace(CLAUDE_SESSION, "9d9d9d9d-0000-4000-8000-000000000002") for line in lines))
+    keys = [[m.key for m in result.messages] for result in read_all(ClaudeCode(), tmp_path).values()]
+    assert len(keys) == 2 and keys[0] == keys[1] and len(keys[0]) == 5

@@ -116,7 +116,8 @@ def decode(value: Any, record: Record) -> list[Message]:
         Message(
             source=NAME,
             session_id=session,
-            key=f"{session}:{native if isinstance(native, str) and native else record.line_key()}",
+            # The uuid alone: a resumed session's file repeats earlier lines with their uuids.
+            key=native if isinstance(native, str) and native else f"{session}:{record.line_key()}",
             role=role,
             text=cap(text),
             timestamp=when,
