@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     memory_forget_below: float = Field(0.01, ge=0, le=1, description="Score under which a memory may be pruned.")
     memory_min_idle_days: float = Field(30.0, ge=0, description="Idle days before a memory may be pruned.")
     memory_max_auto_links: int = Field(3, ge=0, le=20, description="Auto-links per stored memory; 0 turns them off.")
+    scrub_secrets: bool = Field(
+        True, description="Replace credentials with [secret:<kind>] before text is stored; false keeps it verbatim."
+    )
 
     @property
     def layout(self) -> HomeLayout:

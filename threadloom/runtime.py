@@ -26,6 +26,7 @@ from threadloom.memory.reactivation import FLUSH_INTERVAL_S, Reactivations
 from threadloom.memory.recall import MemoryRecall
 from threadloom.memory.scoring import ScoringConfig
 from threadloom.memory.service import LinkingConfig, MemoryService
+from threadloom.scrub import Scrubber
 from threadloom.search.embedders import LazyEmbedder
 from threadloom.search.engine import SearchEngine
 from threadloom.sessions import SessionInfo, SessionService
@@ -71,9 +72,13 @@ class Runtime:
     live: dict[str, SessionInfo] = field(default_factory=dict)
     store_lock_fd: int | None = None
     waiters: SignalWaiters = field(init=False)
+    scrubber: Scrubber = field(init=False)
 
     def __post_init__(self) -> None:
         self.waiters = SignalWaiters(lambda: self.call(self.signals.latest_id))
+        # What every write path scrubs credentials with before it persists text (THREADLOOM_SCRUB_SECRETS).
+        self.scrubber = Scrubber(self.settings.scrub_secrets)
+        self.memory.scrubber = self.notes.scrubber = self.signals.scrubber = self.threads.scrubber = self.scrubber
 
     @property
     def uptime_s(self) -> float:

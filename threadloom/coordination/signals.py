@@ -15,6 +15,7 @@ from threadloom.clock import now_ms
 from threadloom.coordination.presence import LIVENESS_MS
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
+from threadloom.scrub import SCRUB, Scrubber
 from threadloom.sessions import record_event
 from threadloom.store.base import Reader, Store, Writer
 from threadloom.store.visibility import session_seen_sql
@@ -33,12 +34,15 @@ class Sent:
 
 
 class SignalService:
+    scrubber: Scrubber = SCRUB  # open_runtime sets THREADLOOM_SCRUB_SECRETS's
+
     def __init__(self, store: Store) -> None:
         self._store = store
 
     def whisper(self, prov: Provenance, to: str, body: str, task: str | None = None) -> Sent:
         """To one session; an unambiguous prefix of its id will do."""
         _check_body(body)
+        body = self.scrubber.text(body)
         me = _me(prov)
 
         def tx(w: Writer) -> Sent:
@@ -54,6 +58,7 @@ class SignalService:
         """To every live session of this project (or, `everywhere`, also the sender's user's sessions in
         other projects), except the sender."""
         _check_body(body)
+        body = self.scrubber.text(body)
         me = _me(prov)
         scope = None if everywhere else prov.project
         seen, params = session_seen_sql(prov.viewer())
@@ -78,6 +83,7 @@ class SignalService:
     def ask(self, prov: Provenance, to: str, question: str, task: str | None = None) -> Sent:
         """A question to one session; `answer_for` (or waiting on the inbox) gets the reply."""
         _check_body(question)
+        question = self.scrubber.text(question)
         me = _me(prov)
 
         def tx(w: Writer) -> Sent:
@@ -92,6 +98,7 @@ class SignalService:
     def respond(self, prov: Provenance, ask_id: int, answer: str) -> Sent:
         """Answer a question by its id; the answer goes to whoever asked."""
         _check_body(answer)
+        answer = self.scrubber.text(answer)
         me = _me(prov)
 
         def tx(w: Writer) -> Sent:

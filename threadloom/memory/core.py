@@ -26,6 +26,7 @@ class CoreMemory:
         """Upsert the core memory under `key`: shown in every brief, highest priority first. A changed
         text supersedes the previous version, which stays for audit."""
         check_core_key(key)
+        content = self._memory.scrubber.text(content)  # compared with the stored text, which is scrubbed
         if not 0 <= priority <= 100:
             raise InvalidInput("priority is 0-100 (higher is shown first)")
         existing = self._store.read(lambda r: memories.by_core_key(r, prov.user, prov.project, key))

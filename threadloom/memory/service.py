@@ -35,6 +35,7 @@ from threadloom.memory.model import (
     seen_by_all_who_see,
 )
 from threadloom.memory.similarity import SimilarityFinder
+from threadloom.scrub import SCRUB, Scrubber
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters, MemoryScope, Viewer
 from threadloom.sessions import record_event
@@ -51,6 +52,8 @@ class LinkingConfig:
 
 
 class MemoryService:
+    scrubber: Scrubber = SCRUB  # open_runtime sets THREADLOOM_SCRUB_SECRETS's
+
     def __init__(
         self,
         store: Store,
@@ -74,10 +77,9 @@ class MemoryService:
         core_priority: int = 50,
         not_linked_to: tuple[str, ...] = (),
     ) -> Stored:
-        """Store a memory with its explicit edges; an exact duplicate or a replayed idempotency key
-        returns the memory already there. `not_linked_to`: memories never auto-linked (an amend's
-        predecessor, which gets a supersedes edge instead)."""
-        viewer = prov.viewer()
+        """Store a memory (its text scrubbed) with its explicit edges; an exact duplicate or a replayed idempotency
+        key returns the one there. `not_linked_to`: never auto-linked (an amend's predecessor gets supersedes)."""
+        new, viewer = self.scrubber.fields(new, "content", "summary", "category", "entities"), prov.viewer()
         if core_key is not None:
             check_core_key(core_key)
             if len(new.content) > MAX_CORE_CHARS:
@@ -218,7 +220,7 @@ class MemoryService:
             raise InvalidInput("give either content (a new memory) or by (an existing memory that replaces it)")
         if reason is not None and len(reason) > 1_000:
             raise InvalidInput("a reason is at most 1,000 characters")
-        old = self.owned(memory_id, prov, "amend")
+        old, reason = self.owned(memory_id, prov, "amend"), self.scrubber.optional(reason)
         if old.superseded_by:
             raise InvalidInput(f"{memory_id} was already superseded by {old.superseded_by}; amend that one instead")
         if by is not None:
@@ -278,7 +280,7 @@ class MemoryService:
 
     def link(self, source: str, target: str, edge_type: str, prov: Provenance, reason: str | None = None) -> Edge:
         """An explicit typed edge between two stored memories: source --type--> target."""
-        requested = Link(target, edge_type)
+        requested, reason = Link(target, edge_type), self.scrubber.optional(reason)
         check_id(source)
         if source == target:
             raise InvalidInput("an edge needs two different memories")
@@ -321,7 +323,6 @@ class MemoryService:
 
     def update_flags(self, memory_id: str, prov: Provenance, event: str, **changes: Any) -> Memory:
         now = now_ms()
-
         viewer = prov.viewer()
 
         def tx(w: Writer) -> Memory:

@@ -11,24 +11,43 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from contextvars import ContextVar
-from dataclasses import dataclass
-from typing import Any, overload
+from contextvars import ContextVar, Token
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar, overload
 
 from threadloom.scrub.engine import scrub
 
+T = TypeVar("T")
 _REPORT: ContextVar[list[str] | None] = ContextVar("threadloom_scrubbed", default=None)
+
+
+@dataclass
+class Collected:
+    """The kinds every scrub in this context replaced (each once, in order), until `close()`."""
+
+    kinds: list[str] = field(default_factory=list)
+    _token: Token[list[str] | None] | None = None
+
+    def close(self) -> None:
+        if self._token is not None:
+            _REPORT.reset(self._token)
+            self._token = None
+
+
+def collect() -> Collected:
+    """Start collecting what this context's scrubs replace (a tool call: see the module docstring)."""
+    collected = Collected()
+    collected._token = _REPORT.set(collected.kinds)
+    return collected
 
 
 @contextmanager
 def collecting() -> Iterator[list[str]]:
-    """Collect the kinds every scrub in this context replaced (each once, in order)."""
-    kinds: list[str] = []
-    token = _REPORT.set(kinds)
+    collected = collect()
     try:
-        yield kinds
+        yield collected.kinds
     finally:
-        _REPORT.reset(token)
+        collected.close()
 
 
 def _report(kinds: Sequence[str]) -> None:
@@ -58,6 +77,16 @@ class Scrubber:
 
     def texts(self, values: Sequence[str]) -> tuple[str, ...]:
         return tuple(self.text(v) for v in values)
+
+    def fields(self, value: T, *names: str) -> T:
+        """A copy of the dataclass `value` with the named fields scrubbed (a string, None, or strings)."""
+        changes: dict[str, Any] = {}
+        for name in names:
+            current = getattr(value, name)
+            scrubbed = self.texts(current) if isinstance(current, tuple) else self.optional(current)
+            if scrubbed != current:
+                changes[name] = scrubbed
+        return replace(value, **changes) if changes else value  # type: ignore[type-var]
 
     def tree(self, value: Any) -> Any:
         """Every string in a JSON-like value (dicts, lists, strings), keys included, scrubbed."""

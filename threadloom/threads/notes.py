@@ -10,6 +10,7 @@ from typing import Any, Final
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
+from threadloom.scrub import SCRUB, Scrubber
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
 from threadloom.sessions import record_event
@@ -34,6 +35,8 @@ class Note:
 
 
 class NoteService:
+    scrubber: Scrubber = SCRUB  # open_runtime sets THREADLOOM_SCRUB_SECRETS's
+
     def __init__(self, store: Store, engine: SearchEngine, threads: ThreadService) -> None:
         self._store = store
         self._engine = engine
@@ -75,6 +78,7 @@ class NoteService:
 
     def _add(self, prov: Provenance, text: str, kind: str, thread: str | None) -> Note:
         _check_text(text)
+        text = self.scrubber.text(text)
         if thread is not None:
             check_thread_id(thread)
         project = self._threads.project(prov)
