@@ -83,6 +83,7 @@ def test_a_partial_last_line_waits_until_it_is_complete(tmp_path: Path) -> None:
     first = SOURCE.parse(path, None)
     assert texts(first.messages) == ["message 0"] and first.cursor is not None
     assert first.cursor.offset == len(line(0))
+    assert [(p.reason, p.offset) for p in first.problems] == [("incomplete_tail", len(line(0)))]
     with path.open("a") as handle:
         handle.write(whole[40:] + line(2))
     second = SOURCE.parse(path, first.cursor)

@@ -115,7 +115,7 @@ def _message(item: Any, record: Record, version: str) -> list[Message]:
     previous = state.get("seen", {}).get(item["id"])
     if previous == digest:
         raise Skip("repeat")
-    remember(state, "seen", item["id"], digest, limit=256)
+    remember(state, "seen", item["id"], digest)
     session = str(state.get("session") or "")
     when, epoch_ms = timestamp(item.get("timestamp"))
     model = item.get("model")

@@ -93,6 +93,9 @@ def parse_jsonl(
                     report(Problem(name, "unknown_shape", offset, f"{type(exc).__name__}: {exc}"[:120]))
         except OSError as exc:
             report(Problem(name, "unreadable", reader.position, exc.strerror or str(exc)))
+    if reader.tail:
+        detail = f"{reader.tail} bytes after the last complete record: read once their line is complete"
+        report(Problem(name, "incomplete_tail", reader.position, detail))
     for offset in reader.oversize:
         skipped["line_too_long"] += 1
         report(Problem(name, "line_too_long", offset, f"a record over {max_line} bytes was skipped"))

@@ -92,6 +92,7 @@ class LineReader:
         self.skipping = skipping
         self.max_line = max_line
         self.at_eof = False
+        self.tail = 0  # at EOF, bytes after the last newline: a record being written, or cut
         self.oversize: list[int] = []  # offsets of lines skipped for length
 
     def lines(self, budget: int = BUDGET) -> Iterator[tuple[int, bytes]]:
@@ -107,6 +108,7 @@ class LineReader:
             chunk = self.file.read(step)
             if not chunk:
                 self.at_eof = True
+                self.tail = 0 if self.skipping else len(buf)
                 return
             read += len(chunk)
             if self.skipping:
