@@ -107,7 +107,7 @@ def test_malformed_messages_never_break_the_transport(home: Path, mode_args: tup
 async def test_the_status_resource_and_the_help_prompt_are_served(home: Path, mode: str) -> None:
     async with Client(serve_params(home, *MODES[mode]), mode="legacy") as client:
         resources = await client.list_resources()
-        assert [str(r.uri) for r in resources.resources] == ["threadloom://status"]
+        assert [str(r.uri) for r in resources.resources] == ["threadloom://status", "threadloom://now"]
         body = await client.read_resource("threadloom://status")
         status = json.loads(body.contents[0].text)  # type: ignore[union-attr]
         assert status["store"]["path"] == str(home / "threadloom.db")

@@ -24,6 +24,7 @@ from threadloom.guide import INSTRUCTIONS
 from threadloom.requests import Request
 from threadloom.runtime import Runtime
 from threadloom.server import errors
+from threadloom.server.brief_tools import BRIEF_TOOLS, add_brief_views
 from threadloom.server.compact import compact_tool, iso_times
 from threadloom.server.connection import ConnectionState, connection_of
 from threadloom.server.coordination_tools import COORDINATION_TOOLS
@@ -237,10 +238,11 @@ def replace_tools(result: ListToolsResult, tools: list[Any]) -> ListToolsResult:
 def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     """The MCP server over `runtime`. `lifespan` matters only to HTTP, where it yields the
     connection registry; the socket and stdio transports hand each connection its own state."""
-    tools = {t.name: t for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS)}
+    tools = {t.name: t for t in (*TOOLS, *BRIEF_TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS)}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)
     add_thread_views(server)
+    add_brief_views(server)
     return server
 
 
