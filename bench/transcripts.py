@@ -101,10 +101,11 @@ def write(path: Path, lines: Iterator[dict[str, object]]) -> int:
 
 
 def json_only(path: Path) -> int:
-    count = 0
+    """The floor: each line decoded and parsed the fastest way the standard library offers."""
+    decoder, count = json.JSONDecoder(), 0
     with path.open("rb") as handle:
         for line in handle:
-            json.loads(line.decode("utf-8"))
+            decoder.raw_decode(line.decode("utf-8"))
             count += 1
     return count
 
