@@ -159,3 +159,28 @@ def test_dry_run_and_a_second_run_report_without_writing(home: Path) -> None:
     written = tree(home)
     again = run_setup(home, "gemini")
     assert not again.changed and tree(home) == written
+
+
+def test_undo_without_its_backup_takes_the_entries_out_one_by_one(home: Path) -> None:
+    path = home / ".gemini" / "settings.json"
+    path.write_text('{\n  "theme": "GitHub"\n}\n')
+    run_setup(home, "gemini")
+    for backup in (home / ".threadloom" / "setup" / "backups").iterdir():
+        backup.unlink()
+    report = undo({"gemini"}, Manifest(home / ".threadloom"), dry_run=False)
+    assert path.read_text() == '{\n  "theme": "GitHub"\n}\n'
+    assert any("only threadloom's entries" in r.status for r in report.rows)
+
+
+def test_a_repository_file_linked_out_of_the_repository_is_refused(home: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    secret = home / ".claude.json"
+    secret.write_text('{"oauthAccount": {}}\n')
+    (repo / ".mcp.json").symlink_to(secret)  # a hostile clone pointing at the user's own file
+    ctx = Context(home, EXE, {}, repo)
+    with pytest.raises(InvalidInput, match=r"\.mcp\.json.*symlink"):
+        setup(ctx, [CLIENTS["claude"].plan(ctx)], Manifest(home / ".threadloom"), False)
+    assert secret.read_text() == '{"oauthAccount": {}}\n'
+    assert not (repo / "CLAUDE.md").exists()

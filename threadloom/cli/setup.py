@@ -5,12 +5,16 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from contextlib import nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from threadloom.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from threadloom.setup.runner import Report
 
 
 def _executable() -> str:
@@ -44,7 +48,6 @@ def setup(
     from threadloom.setup.clients import CLIENTS
     from threadloom.setup.manifest import Manifest
     from threadloom.setup.model import Context
-    from threadloom.setup.runner import Report
     from threadloom.setup.runner import setup as run_setup
     from threadloom.setup.runner import undo as run_undo
     from threadloom.threads.repository import Repository
@@ -53,27 +56,23 @@ def setup(
     if unknown:
         raise InvalidInput(f"unknown client {unknown[0]!r}; clients are {', '.join(CLIENTS)}")
     manifest = Manifest(default_home())
-    report: Report
-    if undo:
-        chosen = set(client or CLIENTS)
-        report = run_undo(chosen, manifest, dry_run)
-    else:
-        repo = None
-        if project:
-            repo = Repository(project_root(os.environ, [], os.getcwd())).root
-        ctx = Context(Path.home(), _executable(), dict(os.environ), repo)
-        names = list(dict.fromkeys(client)) if client else [n for n, c in CLIENTS.items() if c.present(ctx, None)]
-        if not names:
-            typer.echo("No agent CLI found (none on PATH, no config folder); name one with --client.")
-            raise typer.Exit(0)
-        report = run_setup(ctx, [CLIENTS[n].plan(ctx) for n in names], manifest, dry_run)
+    with nullcontext() if dry_run else manifest.locked():
+        if undo:
+            report = run_undo(set(client or CLIENTS), manifest, dry_run)
+        else:
+            repo = None
+            if project:
+                repo = Repository(project_root(os.environ, [], os.getcwd())).root
+            ctx = Context(Path.home(), _executable(), dict(os.environ), repo)
+            names = list(dict.fromkeys(client)) if client else [n for n, c in CLIENTS.items() if c.present(ctx, None)]
+            if not names:
+                typer.echo("No agent CLI found (none on PATH, no config folder); name one with --client.")
+                raise typer.Exit(0)
+            report = run_setup(ctx, [CLIENTS[n].plan(ctx) for n in names], manifest, dry_run)
     _print(report, dry_run, undo)
 
 
-def _print(report: object, dry_run: bool, undo: bool) -> None:
-    from threadloom.setup.runner import Report
-
-    assert isinstance(report, Report)
+def _print(report: Report, dry_run: bool, undo: bool) -> None:
     for row in report.rows:
         typer.echo(f"{row.client:<8} {row.what or 'file':<16} {row.status}" + (f"  {row.path}" if row.path else ""))
     for line in report.backups:

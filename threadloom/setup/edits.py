@@ -8,7 +8,6 @@ restored from its backup instead, byte for byte.
 
 from __future__ import annotations
 
-import copy
 import tomllib
 from dataclasses import dataclass
 from typing import Any
@@ -40,7 +39,7 @@ def _nested(path: tuple[str, ...], value: Any) -> Any:
     return value
 
 
-def _json_root(text: str | None) -> tuple[str, jsonc.Node, Any]:
+def _parse_root(text: str | None) -> tuple[str, jsonc.Node]:
     body = "{}\n" if text is None or not text.strip() else text
     try:
         root = jsonc.parse(body)
@@ -48,7 +47,13 @@ def _json_root(text: str | None) -> tuple[str, jsonc.Node, Any]:
         raise InvalidInput(f"cannot parse it as JSON: {exc}") from None
     if root.kind != "object":
         raise InvalidInput("its top level is not a JSON object")
-    return body, root, root.value()
+    return body, root
+
+
+def _json_root(text: str | None) -> tuple[str, jsonc.Node, Any, bool]:
+    """The text to edit, its tree, its value as new objects, and whether it is plain JSON."""
+    body, root = _parse_root(text)
+    return body, root, *jsonc.fresh_value(body)
 
 
 def _descend(root: jsonc.Node, path: tuple[str, ...]) -> tuple[jsonc.Node, int]:
@@ -80,9 +85,9 @@ class JsonEntry:
     keep_existing: bool = False  # a value already there, whatever it is, is left alone
 
     def apply(self, text: str | None) -> tuple[str, Record | None]:
-        body, root, before = _json_root(text)
+        body, root, before, strict = _json_root(text)
         parent, depth = _descend(root, self.path[:-1])
-        expected = copy.deepcopy(before)
+        expected = before
         record: Record = {"client": self.client, "kind": "json", "path": list(self.path)}
         if depth < len(self.path) - 1:
             rest = self.path[depth:]
@@ -100,7 +105,7 @@ class JsonEntry:
                 new = jsonc.insert(body, parent, self.path[-1], self.value)
                 record["created"] = len(self.path) - 1
             _get(expected, self.path[:-1])[self.path[-1]] = self.value
-        return _checked(body, new, expected), record
+        return _checked(new, expected, strict), record
 
 
 @dataclass(frozen=True)
@@ -113,9 +118,9 @@ class JsonItem:
     marker: str
 
     def apply(self, text: str | None) -> tuple[str, Record | None]:
-        body, root, before = _json_root(text)
+        body, root, before, strict = _json_root(text)
         parent, depth = _descend(root, self.path[:-1])
-        expected = copy.deepcopy(before)
+        expected = before
         record: Record = {"client": self.client, "kind": "json_item", "path": list(self.path), "marker": self.marker}
         member = parent.member(self.path[-1]) if depth == len(self.path) - 1 else None
         if member is None:
@@ -123,7 +128,7 @@ class JsonItem:
             new = jsonc.insert(body, parent, rest[0], _nested(rest[1:], [self.value]))
             record["created"] = depth
             _get(expected, self.path[:depth])[rest[0]] = _nested(rest[1:], [self.value])
-            return _checked(body, new, expected), record
+            return _checked(new, expected, strict), record
         node = member.node
         if node.kind != "array":
             raise InvalidInput(f"{'.'.join(self.path)} is not a list")
@@ -138,12 +143,12 @@ class JsonItem:
         else:
             new = jsonc.insert(body, node, None, self.value)
             items.append(self.value)
-        return _checked(body, new, expected), record
+        return _checked(new, expected, strict), record
 
 
-def _checked(before: str, after: str, expected: Any) -> str:
+def _checked(after: str, expected: Any, strict: bool) -> str:
     try:
-        return jsonc.edited(before, after, expected)
+        return jsonc.edited(after, expected, strict)
     except jsonc.JsoncError as exc:
         raise InvalidInput(f"cannot merge into it safely: {exc}") from None
 
@@ -259,7 +264,7 @@ def revert(text: str, record: Record) -> str:
 
 
 def _revert_json(text: str, path: tuple[str, ...], record: Record) -> str:
-    _, root, _ = _json_root(text)
+    _, root = _parse_root(text)
     try:
         container, depth = _descend(root, path[:-1])
     except InvalidInput:
@@ -287,7 +292,7 @@ def _revert_json(text: str, path: tuple[str, ...], record: Record) -> str:
         top = len(path) - 1
     # Remove the parents setup made, once they are empty.
     for level in range(top, record.get("created", top), -1):
-        _, root, _ = _json_root(text)
+        _, root = _parse_root(text)
         parent, _ = _descend(root, path[: level - 1])
         member = parent.member(path[level - 1])
         if member is None or member.node.value() not in ({}, []):

@@ -16,6 +16,8 @@ from typing import Any, Final
 Json = Any  # what json.loads returns
 _NUMBER: Final = re.compile(r"-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?")
 _LITERALS: Final = {"true": True, "false": False, "null": None}
+_SPACE: Final = re.compile(r"[ \t\r\n\ufeff]*")
+_DECODER: Final = json.JSONDecoder()
 
 
 class JsoncError(ValueError):
@@ -27,16 +29,35 @@ class Node:
     kind: str  # "object", "array" or "scalar"
     start: int
     end: int  # exclusive
-    members: list[Member] = field(default_factory=list)
-    items: list[Node] = field(default_factory=list)
-    scalar: Json = None
+    text: str = ""
+    lazy: bool = False  # a container read whole by the C decoder: its entries are found when asked for
+    scalar: Json = None  # a scalar's value, or a lazy container's
+    _members: list[Member] = field(default_factory=list)
+    _items: list[Node] = field(default_factory=list)
+
+    def _expand(self) -> None:
+        if self.lazy:
+            parser = _Parser(self.text)
+            parser.pos = self.start
+            full = parser.container(self.start, "}" if self.kind == "object" else "]", object_=self.kind == "object")
+            self._members, self._items, self.lazy = full._members, full._items, False
+
+    @property
+    def members(self) -> list[Member]:
+        self._expand()
+        return self._members
+
+    @property
+    def items(self) -> list[Node]:
+        self._expand()
+        return self._items
 
     def value(self) -> Json:
+        if self.lazy or self.kind == "scalar":
+            return self.scalar  # shared with the tree: callers that change a value use fresh_value
         if self.kind == "object":
-            return {m.key: m.node.value() for m in self.members}
-        if self.kind == "array":
-            return [item.value() for item in self.items]
-        return self.scalar
+            return {m.key: m.node.value() for m in self._members}
+        return [item.value() for item in self._items]
 
     def member(self, key: str) -> Member | None:
         found = [m for m in self.members if m.key == key]
@@ -67,10 +88,8 @@ class _Parser:
     def skip(self) -> None:
         text = self.text
         while self.pos < len(text):
-            ch = text[self.pos]
-            if ch in " \t\r\n\ufeff":
-                self.pos += 1
-            elif text.startswith("//", self.pos):
+            self.pos = _SPACE.match(text, self.pos).end()  # type: ignore[union-attr]
+            if text.startswith("//", self.pos):
                 eol = text.find("\n", self.pos)
                 self.pos = len(text) if eol < 0 else eol
             elif text.startswith("/*", self.pos):
@@ -83,7 +102,11 @@ class _Parser:
 
     def document(self) -> Node:
         self.skip()
-        node = self.value()
+        ch = self.text[self.pos : self.pos + 1]
+        if ch in ("{", "["):  # the top level is read entry by entry: setup edits inside it
+            node = self.container(self.pos, "}" if ch == "{" else "]", object_=ch == "{")
+        else:
+            node = self.value()
         self.skip()
         if self.pos != len(self.text):
             raise self.fail("unexpected text after the value")
@@ -94,10 +117,13 @@ class _Parser:
         if start >= len(text):
             raise self.fail("unexpected end of the file")
         ch = text[start]
-        if ch == "{":
-            return self.container(start, "}", object_=True)
-        if ch == "[":
-            return self.container(start, "]", object_=False)
+        if ch in "{[":
+            try:  # plain JSON (most of a config, all of ~/.claude.json) is read at C speed
+                whole, end = _DECODER.raw_decode(text, start)
+            except ValueError:
+                return self.container(start, "}" if ch == "{" else "]", object_=ch == "{")
+            self.pos = end
+            return Node("object" if ch == "{" else "array", start, end, text, lazy=True, scalar=whole)
         if ch == '"':
             return Node("scalar", start, self._end_after_string(), scalar=self.last_string)
         for word, literal in _LITERALS.items():
@@ -120,7 +146,7 @@ class _Parser:
         return self.pos
 
     def container(self, start: int, close: str, *, object_: bool) -> Node:
-        node = Node("object" if object_ else "array", start, start)
+        node = Node("object" if object_ else "array", start, start, self.text)
         self.pos += 1
         expecting_more = False
         while True:
@@ -129,7 +155,7 @@ class _Parser:
                 self.pos += 1
                 node.end = self.pos
                 return node
-            if (node.members or node.items) and not expecting_more:
+            if (node._members or node._items) and not expecting_more:
                 raise self.fail(f"expected ',' or '{close}'")
             if object_:
                 if not self.text.startswith('"', self.pos):
@@ -142,9 +168,9 @@ class _Parser:
                     raise self.fail("expected ':'")
                 self.pos += 1
                 self.skip()
-                node.members.append(Member(key, key_start, self.value()))
+                node._members.append(Member(key, key_start, self.value()))
             else:
-                node.items.append(self.value())
+                node._items.append(self.value())
             self.skip()
             expecting_more = self.text.startswith(",", self.pos)
             if expecting_more:
@@ -156,8 +182,12 @@ def parse(text: str) -> Node:
     return _Parser(text).document()
 
 
-def strip_bom(text: str) -> str:
-    return text[1:] if text.startswith("\ufeff") else text
+def fresh_value(text: str) -> tuple[Json, bool]:
+    """The document's value as new objects, free to change, and whether it is plain JSON."""
+    try:
+        return json.loads(text), True
+    except ValueError:
+        return parse(text).value(), False
 
 
 # editing
@@ -243,17 +273,15 @@ def remove(text: str, container: Node, index: int) -> str:
     return text[: container.start + 1] + text[container.end - 1 :]
 
 
-def edited(before: str, after: str, expected: Json) -> str:
-    """`after`, once it parses to exactly `expected` (and as strict JSON when `before` did): else
-    JsoncError, since nothing else may change."""
+def edited(after: str, expected: Json, strict: bool) -> str:
+    """`after`, once it parses to exactly `expected` (as plain JSON when the file was plain JSON):
+    else JsoncError, since nothing else may change."""
     try:
-        got = parse(after).value()
-    except JsoncError as exc:
-        raise JsoncError(f"the merged text would not parse ({exc})") from None
+        got = json.loads(after) if strict else parse(after).value()
+    except ValueError as exc:
+        raise JsoncError(f"the merged text would not parse as {'plain ' if strict else ''}JSON ({exc})") from None
     if got != expected:
         raise JsoncError("the merge would change other entries")
-    if is_strict(before) and not is_strict(after):
-        raise JsoncError("the merged text would not be plain JSON")
     return after
 
 

@@ -9,9 +9,12 @@ else changed the file in between, undo removes setup's entries one by one instea
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,10 @@ class Manifest:
         self.folder = home / "setup"
         self.path = self.folder / "manifest.json"
         self.entries: dict[str, Entry] = {}
+        self.load()
+
+    def load(self) -> None:
+        self.entries = {}
         if self.path.exists():
             try:
                 loaded = json.loads(self.path.read_text("utf-8"))
@@ -37,6 +44,18 @@ class Manifest:
     def _ensure_folder(self, sub: Path) -> None:
         for folder in (self.folder.parent, self.folder, sub):
             folder.mkdir(mode=0o700, exist_ok=True)
+
+    @contextmanager
+    def locked(self) -> Iterator[None]:
+        """One setup or undo at a time per home: two at once would each write the manifest."""
+        self._ensure_folder(self.folder)
+        fd = os.open(self.folder / "lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            self.load()  # what another setup wrote while this one waited
+            yield
+        finally:
+            os.close(fd)
 
     def backup(self, real: Path, data: bytes) -> Path:
         """A copy of `data` (mode 0600) under `<home>/setup/backups/`, named after the file and the time."""

@@ -26,7 +26,7 @@ class Row:
     client: str
     what: str
     path: str
-    status: str  # added, updated, unchanged, would change, removed, restored, skipped (why)
+    status: str  # added, updated (an older entry of setup's replaced), unchanged, would change, restored, removed...
 
 
 @dataclass
@@ -98,7 +98,8 @@ def setup(ctx: Context, plans: list[Plan], manifest: Manifest, dry_run: bool) ->
             mine = [r for r in entry.records if r["client"] == target.client]
             status = "unchanged"
             if mine:
-                status = "would change" if dry_run else "added" if entry.snap.data is None else "updated"
+                replaced = all("previous" in r for r in mine)  # an older threadloom entry, now current
+                status = "would change" if dry_run else "updated" if replaced else "added"
             row = Row(target.client, target.what, str(entry.snap.shown), status)
             if row not in report.rows:
                 report.rows.append(row)
@@ -157,6 +158,8 @@ def undo(clients: set[str], manifest: Manifest, dry_run: bool) -> Report:
             continue
         whole = len(chosen) == len(entry["records"])
         untouched = entry["baseline"] and files.sha256(snap.data) == entry["written_sha256"]
+        if entry["existed"] and not Path(entry["backup"] or "").is_file():
+            untouched = False  # its backup was deleted: take the entries out one by one instead
         if whole and untouched:
             new = Path(entry["backup"]).read_bytes() if entry["existed"] else None
         else:
@@ -196,6 +199,7 @@ def _undo_one(
     else:
         restored = len(chosen) == len(entry["records"]) and entry["baseline"]
         restored = restored and files.sha256(snap.data) == entry["written_sha256"]
+        restored = restored and (not entry["existed"] or Path(entry["backup"] or "").is_file())
         if not restored:
             report.backups.append(f"{snap.shown} -> {manifest.backup(snap.real, snap.data)}")
         if new is None:
