@@ -133,8 +133,9 @@ async def spawn(
     retries: Annotated[int, Field(ge=0, le=1, description="1: continue once after a timeout.")] = 0,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """Start a child agent on a task. It inherits this session's lineage (it shares memory and can
-    signal you); admission is refused (retryable) when too many children run or they hold too much memory.
+    """Start a child agent on a task that can run beside yours; not for a quick question (signal_send
+    ask). It inherits this session's lineage (it shares memory and can signal you); admission is refused
+    (retryable) when too many children run or they hold too much memory.
 
     Returns the task {id, role, agent, cwd, command, pid, status, exit_code, timeout_s, attempt, log_path, ...}.
     """
@@ -151,7 +152,8 @@ async def tasks(
     log_lines: Annotated[int, Field(ge=0, le=500, description="Lines of the log to show.")] = 40,
     all_sessions: Annotated[bool, Field(description="Tasks of all your sessions, not just this one.")] = False,
 ) -> dict[str, Any]:
-    """Your spawned tasks, newest first; or one task with its log tail and the signals it sent.
+    """Your spawned tasks, newest first; or one task with its log tail and the signals it sent. Call it
+    to follow the children you started.
 
     Returns {tasks: [...]} or {task: {...}, log_tail, signals: [{id, sender, kind, body, created_at}]}.
     """
@@ -173,7 +175,8 @@ async def tournament(
     wait_s: Annotated[float, Field(ge=0, le=3600, description="Wait this long for all to finish.")] = 600,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """The same prompt to one child per role, in parallel; each answers by signal; returns a digest.
+    """The same prompt to one child per role, in parallel, to compare their answers; each answers by
+    signal; returns a digest. For one task, spawn.
 
     Returns {tournament, finished, entries: [{task, role, status, exit_code, answers: [...], log_tail}],
     missing: [roles that sent no answer], caveats: [why each is silent]}.

@@ -155,7 +155,8 @@ async def memory_core(
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
     """Core memory: the few standing facts every brief shows ('tests: make test'), not today's
-    progress. No arguments lists them.
+    progress. Call it when the user gives a standing rule for every session. No arguments lists them;
+    key + content sets, key + memory_id promotes a stored memory, key + remove takes one out.
     """
     runtime, prov = await caller(ctx)
     changed = None
@@ -205,7 +206,8 @@ async def memory_link(
     reason: Annotated[str | None, Field(description="Why they are linked.")] = None,
     idempotency_key: RequestKey = None,
 ) -> dict[str, Any]:
-    """Add a typed edge between two stored memories. Cycles of caused_by, supersedes, depends_on,
+    """Add a typed edge between two stored memories, when one explains, refines or depends on another
+    (memory_store's related does it at store time). Cycles of caused_by, supersedes, depends_on,
     derived_from or refines are refused.
 
     Returns {edge: {source, target, type, weight, made_by, created_at, reason?}}.
@@ -223,6 +225,7 @@ async def memory_traverse(
     direction: Annotated[Literal["out", "in", "both"], Field(description="Edge direction to follow.")] = "both",
 ) -> dict[str, Any]:
     """Walk the graph from a memory: every memory reachable within depth, and every edge among them.
+    Call it to follow why a memory holds (causes, corrections); not to search (memory_recall).
 
     Returns {nodes: [{id, summary, status, activation, is_core, depth}], edges: [{source, target, type,
     weight, made_by, created_at}], caveats: [...]}.
@@ -232,7 +235,8 @@ async def memory_traverse(
 
 
 async def memory_explain(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
-    """Why a memory scores what it does, and whether the maintenance pass would forget it now.
+    """Why a memory scores what it does, and whether the maintenance pass would forget it now. Call it
+    when a memory ranks or fades unexpectedly.
 
     Returns {id, summary, score: {decay_score, relevance, connectivity, reactivation, inputs: {idle_days,
     edges, recalls}}, status: {stored, by_score_now}, edges_by_type, superseded_by,
@@ -243,7 +247,8 @@ async def memory_explain(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
 
 
 async def memory_stats(ctx: Context) -> dict[str, Any]:
-    """Counts of the memory graph you can see: your memories and those shared with you.
+    """Counts of the memory graph you can see (your memories and those shared with you); not to find
+    memories (memory_recall).
 
     Returns {memories, by_status, by_category, pinned, core, superseded, mean_decay_score, edges,
     edges_by_type, edges_by_maker, archived, last_maintenance}.
@@ -255,7 +260,8 @@ async def memory_stats(ctx: Context) -> dict[str, Any]:
 async def memory_pin(
     ctx: Context, memory_id: MemoryId, pinned: Annotated[bool, Field(description="false unpins.")] = True
 ) -> dict[str, Any]:
-    """Pin one of your memories so it is never forgotten (or unpin it). Returns the memory."""
+    """Pin one of your memories so it is never forgotten however rarely used (or unpin it). Returns
+    the memory."""
     runtime, prov = await caller(ctx)
     return (await runtime.call(runtime.memory.pin, memory_id, pinned, prov)).as_dict()
 
@@ -265,13 +271,15 @@ async def memory_promote(
     memory_id: MemoryId,
     visibility: Annotated[Literal["project", "org"], Field(description="The wider visibility.")],
 ) -> dict[str, Any]:
-    """Widen who sees a memory (private -> project -> org); only its owner may. Returns the memory."""
+    """Widen who sees a memory (private -> project -> org) when others should know it; only its owner
+    may. Returns the memory."""
     runtime, prov = await caller(ctx)
     return (await runtime.call(runtime.memory.promote, memory_id, visibility, prov)).as_dict()
 
 
 async def memory_delete(ctx: Context, memory_id: MemoryId) -> dict[str, Any]:
-    """Delete one of your memories and all its edges, for good (prefer memory_amend for corrections).
+    """Delete one of your memories and all its edges, for good: only for what must not be kept (a
+    secret, a mistake). A correction is memory_amend.
 
     Returns {deleted, edges_deleted}.
     """
@@ -285,7 +293,8 @@ async def memory_preferences(
     approval: Annotated[list[str], Field(description="Categories whose candidates wait for approval.")],
     excluded: Annotated[list[str], Field(description="Categories never made core automatically.")],
 ) -> dict[str, Any]:
-    """Set which memory categories become core memory. Returns {auto, approval, excluded}."""
+    """Set which memory categories become core memory, when the user says what belongs in every
+    brief. Returns {auto, approval, excluded}."""
     runtime, prov = await caller(ctx)
     return await runtime.call(runtime.core.set_preferences, prov, auto, approval, excluded)
 
@@ -296,7 +305,8 @@ async def memory_maintain(
     restore: Annotated[str | None, Field(description="Instead: restore this pruned memory id.")] = None,
 ) -> dict[str, Any]:
     """Run the maintenance pass (rescore, lifecycle, prune into a 30-day archive), or restore one of
-    your pruned memories. Dry run by default; the report covers the memories you can see.
+    your pruned memories. It runs by itself in the background: call it to preview (the default dry
+    run) or to restore. The report covers the memories you can see.
 
     Returns {dry_run, ran, scored, transitions, pruned, pruned_ids, promoted_to_core, archive_purged,
     skipped_reason} or, with restore, the restored memory.

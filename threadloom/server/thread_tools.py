@@ -224,8 +224,9 @@ async def thread_merge(
     ],
     thread_id: ThreadId = None,
 ) -> dict[str, Any]:
-    """Fold a finished thread into its parent: the parent's summary is replaced, the thread is done and
-    the parent becomes this session's active thread; both are checked before either is written.
+    """Fold a finished thread into its parent, when its conclusions belong there: the parent's summary
+    is replaced, the thread is done and the parent becomes this session's active thread; both are
+    checked before either is written.
     Returns the parent {id, title, parent, status, branch}."""
     runtime, prov = await caller(ctx)
     return _brief(await runtime.call(runtime.threads.merge, prov, parent_summary, thread_id))
@@ -236,7 +237,8 @@ async def thread_rebase(
     thread_id: Annotated[str, Field(max_length=ID_CHARS, description="The thread to move, with its descendants.")],
     new_parent: Annotated[str, Field(max_length=ID_CHARS, description="Its new parent (not itself or below it).")],
 ) -> dict[str, Any]:
-    """Move a thread and its descendants under another parent. Returns {id, title, parent, status, branch}."""
+    """Move a thread and its descendants under another parent, when it sits under the wrong one.
+    Returns {id, title, parent, status, branch}."""
     runtime, prov = await caller(ctx)
     return _brief(await runtime.call(runtime.threads.rebase, prov, thread_id, new_parent))
 
@@ -247,7 +249,8 @@ async def thread_delete(
         str, Field(max_length=ID_CHARS, description="The thread to delete, with all its descendants.")
     ],
 ) -> dict[str, Any]:
-    """Delete a thread's file and its descendants' (git keeps the history). Returns {deleted: [ids]}."""
+    """Delete a thread's file and its descendants' (git keeps the history): only for a thread made by
+    mistake; a finished one is thread_status done. Returns {deleted: [ids]}."""
     runtime, prov = await caller(ctx)
     return {"deleted": await runtime.call(runtime.threads.delete, prov, thread_id)}
 
@@ -262,7 +265,8 @@ async def thread_init_files(
     ] = None,
 ) -> dict[str, Any]:
     """Write threadloom's instructions into files for agents that do not read MCP server instructions,
-    inside a managed block that leaves the rest of each file alone. Running it again changes nothing.
+    inside a managed block that leaves the rest of each file alone; once per repository. Running it
+    again changes nothing.
 
     Returns {files: [{path, action: created|updated|unchanged}]}.
     """
@@ -275,8 +279,8 @@ async def thread_claim(
     action: Annotated[Literal["claim", "release", "list"], Field(description="What to do.")] = "list",
     thread_id: ThreadId = None,
 ) -> dict[str, Any]:
-    """Claim a thread so peers working in the same repository pick something else, release it, or list
-    who holds what (with whether the holder's session is still live).
+    """Claim a thread before working on it so peers in the same repository pick something else,
+    release it, or list who holds what (with whether the holder's session is still live).
 
     Returns {claims: [{thread, session_id, claimed_at, vendor, live}]} after the action.
     """
@@ -297,7 +301,7 @@ async def thread_janitor(
     apply: Annotated[bool, Field(description="janitor: apply the proposals (default: dry run).")] = False,
     limit: Annotated[int, Field(ge=1, le=50, description="How many to list.")] = 5,
 ) -> dict[str, Any]:
-    """Keep the tree healthy: threads to pick up, idle threads to revisit, or the janitor's proposals
+    """Find work or tidy the tree: threads to pick up, idle threads to revisit, or the janitor's proposals
     (stale active -> idle, long idle -> done, empty -> abandoned), applied only with apply=true; in a
     team project a teammate's thread is skipped, with why.
 
@@ -314,7 +318,8 @@ async def thread_janitor(
 
 
 async def thread_stats(ctx: Context) -> dict[str, Any]:
-    """Sizes: threads by status, summary tokens, and the context sessions loaded at their start.
+    """Sizes: threads by status, summary tokens, and the context sessions loaded at their start. Call
+    it to see whether contexts have grown too large.
 
     Returns {project, threads, by_status, broken_files, summary_tokens: {total, mean, max},
     context_loads: {count, mean_tokens, max_tokens}, conversation_tokens, caveats}.

@@ -25,7 +25,8 @@ def build(ask: Ask) -> Section | None:
         for s in unread
     )
     notes = (f"{box['unread_left']} more unread: signal_inbox()",) if box["unread_left"] else ()
-    answer = " · answer an ask: signal_respond(ask_id=<#>)" if any(s["kind"] == "ask" for s in unread) else ""
+    asked = any(s["kind"] == "ask" for s in unread)
+    answer = ' · answer an ask: signal_send(kind="answer", reply_to=<#>)' if asked else ""
     return Section(title="unread signals", items=items, get_with="signal_inbox()" + answer, notes=notes)
 
 
