@@ -25,6 +25,7 @@ HOMES: list[Path] = []
 # What `THREADLOOM_TOOLSET=default` lists, in order.
 DEFAULT_TOOLS = (
     "status",
+    "brief",
     "memory_store",
     "memory_recall",
     "memory_amend",
