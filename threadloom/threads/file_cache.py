@@ -23,6 +23,8 @@ from threadloom.threads.repository import Repository, Signature
 T = TypeVar("T")
 RACY_NS: Final = 2_000_000_000
 MAX_FOLDERS: Final = 64  # folders kept (least recently loaded dropped first)
+MAX_BYTES: Final = 64 * 2**20  # of file text kept parsed, all folders together (a hostile repository's huge files)
+MAX_FILE_BYTES: Final = 2**20  # a larger file is parsed each time, never kept
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,7 @@ class FileCache(Generic[T]):
         self._errors = errors
         self._lock = threading.Lock()
         self._folders: OrderedDict[tuple[str, str], dict[str, tuple[Signature, _Parsed[T]]]] = OrderedDict()
+        self._sizes: dict[tuple[str, str], int] = {}  # bytes of text behind each folder's entries
 
     def load(self, files: Repository, rel: str, suffix: str) -> tuple[dict[str, T], dict[str, str]]:
         """Every file of the folder parsed, by name, and why each of the others could not be used."""
@@ -51,21 +54,24 @@ class FileCache(Generic[T]):
         values: dict[str, T] = {}
         for name, (sig, text) in read.items():
             parsed = self._parsed(text, name)
-            if sig is not None and sig[2] < racy and sig[3] < racy:
+            if sig is not None and sig[2] < racy and sig[3] < racy and sig[1] <= MAX_FILE_BYTES:
                 fresh[name] = (sig, parsed)
             self._collect(name, parsed, values, problems)
         for name in same:
             self._collect(name, kept[name][1], values, problems)
+        size = sum(sig[1] for sig, _ in fresh.values())
         with self._lock:
-            self._folders[key] = fresh
+            self._folders[key], self._sizes[key] = fresh, size
             self._folders.move_to_end(key)
-            while len(self._folders) > MAX_FOLDERS:
-                self._folders.popitem(last=False)
+            while len(self._folders) > MAX_FOLDERS or sum(self._sizes.values()) > MAX_BYTES:
+                dropped, _ = self._folders.popitem(last=False)
+                del self._sizes[dropped]
         return dict(sorted(values.items())), problems
 
     def forget(self) -> None:
         with self._lock:
             self._folders.clear()
+            self._sizes.clear()
 
     def _parsed(self, text: str, name: str) -> _Parsed[T]:
         try:
