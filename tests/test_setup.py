@@ -130,7 +130,8 @@ def test_no_hook_is_written_for_an_event_the_client_lacks(user_home: Path) -> No
     codex_hooks = read_json(home / ".codex" / "hooks.json")["hooks"]
     assert set(codex_hooks) == {"SessionStart", "PreCompact"}  # Codex has no session end
     assert not any("session-end" in c for c in json.dumps(codex_hooks).split('"'))
-    assert set(read_json(home / ".cursor" / "hooks.json")["hooks"]) == {"afterFileEdit", "sessionStart", "sessionEnd"}
+    cursor = set(read_json(home / ".cursor" / "hooks.json")["hooks"])
+    assert cursor == {"afterFileEdit", "sessionStart", "sessionEnd", "preCompact"}
     assert set(read_json(home / ".copilot" / "hooks" / "threadloom.json")["hooks"]) == {"sessionStart", "sessionEnd"}
     assert "hooks" not in read_json(home / ".config" / "Code" / "User" / "mcp.json")
     assert "skipped (Codex has no session-end event)" in done.stdout

@@ -3,8 +3,8 @@
 - MCP: `mcpServers.<name>` with `command` and `args` in `~/.cursor/mcp.json`, or `.cursor/mcp.json`
   in the project (https://cursor.com/docs/context/mcp).
 - Hooks: `~/.cursor/hooks.json`, `{"version": 1, "hooks": {"<event>": [{"command": ...}]}}` with
-  camelCase events; sessionStart and sessionEnd are written. Cursor's compaction event is not in the
-  documented list this was checked against, so no pre-compact hook (https://cursor.com/docs/agent/hooks).
+  camelCase events; sessionStart, sessionEnd and preCompact are among the agent events Cursor
+  documents (https://cursor.com/docs/agent/hooks).
 - Instructions: a project rule, `.cursor/rules/threadloom.mdc` (https://cursor.com/docs/context/rules);
   Cursor's user rules live in its settings, not in a file, so with user scope none is written.
 """
@@ -14,10 +14,20 @@ from __future__ import annotations
 from pathlib import Path
 
 from threadloom.setup.edits import Block, Edit, JsonEntry, JsonItem
-from threadloom.setup.model import SESSION_END, SESSION_START, Client, Context, Plan, Skip, Target, hook_marker
+from threadloom.setup.model import (
+    PRE_COMPACT,
+    SESSION_END,
+    SESSION_START,
+    Client,
+    Context,
+    Plan,
+    Skip,
+    Target,
+    hook_marker,
+)
 
 NAME = "cursor"
-EVENTS = {"sessionStart": SESSION_START, "sessionEnd": SESSION_END}
+EVENTS = {"sessionStart": SESSION_START, "sessionEnd": SESSION_END, "preCompact": PRE_COMPACT}
 
 
 def folders(ctx: Context) -> list[Path]:
@@ -34,7 +44,7 @@ def plan(ctx: Context) -> Plan:
         ),
     )
     targets = [Target(NAME, "hooks", ctx.home / ".cursor" / "hooks.json", hooks)]
-    skips = [Skip(NAME, "pre-compact hook", "not in Cursor's documented hook events")]
+    skips: list[Skip] = []
     if ctx.repo is not None:
         targets.insert(0, Target(NAME, "MCP server", ctx.repo / ".cursor" / "mcp.json", (server,), private=False))
         rule = ctx.repo / ".cursor" / "rules" / "threadloom.mdc"
