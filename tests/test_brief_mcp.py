@@ -47,6 +47,11 @@ async def test_the_tool_the_resource_and_the_function_give_the_same_brief(home: 
         now_tool = structured(await client.call_tool("brief", {"scope": "now"}))["text"]
         now_resource = (await client.read_resource("threadloom://now")).contents[0].text  # type: ignore[union-attr]
         query = structured(await client.call_tool("brief", {"scope": "query", "query": "postgres orders"}))
+        today = next(line for line in tool["text"].splitlines() if line.startswith("today("))
+        _, day, start, end = today.split()
+        for as_of in (day, int(start.removeprefix("start_ms=")), int(end.removeprefix("end_ms="))):
+            recalled = await client.call_tool("memory_recall", {"query": "make test", "as_of": as_of})
+            assert not recalled.is_error, recalled  # what the table shows is what time arguments take
         bad = await client.call_tool("brief", {"budget": 5})
         wrong = await client.call_tool("brief", {"scope": "everything"})
     assert tool["text"] == resource == direct.text and tool["tokens"] == direct.tokens <= 2000
