@@ -272,3 +272,17 @@ def test_a_resumed_claude_session_repeats_earlier_turns_under_the_same_keys(tmp_
     resumed.write_text("".join(line.replace(CLAUDE_SESSION, "9d9d9d9d-0000-4000-8000-000000000002") for line in lines))
     keys = [[m.key for m in result.messages] for result in read_all(ClaudeCode(), tmp_path).values()]
     assert len(keys) == 2 and keys[0] == keys[1] and len(keys[0]) == 5
+
+
+def test_a_gemini_checkpoint_yields_its_turns_past_a_notice(tmp_path: Path) -> None:
+    chats = tmp_path / ".gemini/tmp/p/chats"
+    chats.mkdir(parents=True)
+    history = [
+        {"id": "n-1", "timestamp": "2026-10-12T09:00:00Z", "type": "info", "content": "Resumed."},
+        {"id": "u-9", "timestamp": "2026-10-12T09:00:01Z", "type": "user", "content": "Where were we?"},
+    ]
+    lines = [{"sessionId": "s-9", "projectHash": "h"}, {"$set": {"messages": history}}]
+    (chats / "session-2026-10-12T09-00-s9.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    (result,) = read_all(Gemini(), tmp_path).values()
+    assert said(result.messages) == [("user", "Where were we?")]
+    assert result.messages[0].key == "s-9:u-9"

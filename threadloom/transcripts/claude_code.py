@@ -20,7 +20,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from threadloom.transcripts.jsonl import Record, Skip, parse_jsonl, remember
+from threadloom.transcripts.jsonl import Decoded, Record, parse_jsonl, remember
 from threadloom.transcripts.model import Cursor, Message, ParseResult, Role, ToolUse
 from threadloom.transcripts.reader import BUDGET
 from threadloom.transcripts.text import cap, timestamp, tool_args, tool_result
@@ -60,27 +60,27 @@ class ClaudeCode:
         return parse_jsonl(path, cursor, decode, initial_state=lambda p: {"session": p.stem}, budget=budget)
 
 
-def decode(value: Any, record: Record) -> list[Message]:
+def decode(value: Any, record: Record) -> Decoded:
     if not isinstance(value, dict):
-        raise Skip("unknown_record")
+        return "unknown_record"
     kind = value.get("type")
     if kind in BOOKKEEPING:
-        raise Skip("bookkeeping")
+        return "bookkeeping"
     if kind not in ("user", "assistant"):
-        raise Skip("unknown_record")
+        return "unknown_record"
     state = record.state
     for field, slot in (("sessionId", "session"), ("cwd", "cwd")):
         if isinstance(value.get(field), str) and value[field]:
             state[slot] = value[field]
     message = value.get("message")
     if not isinstance(message, dict):
-        raise Skip("unknown_shape")
+        return "unknown_shape"
     if value.get("isMeta"):
-        raise Skip("injected")  # caveats and reminders the CLI adds, not said by anyone
+        return "injected"  # caveats and reminders the CLI adds, not said by anyone
     content = message.get("content")
     blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
     if not isinstance(blocks, list):
-        raise Skip("unknown_shape")
+        return "unknown_shape"
     texts: list[str] = []
     tools: list[ToolUse] = []
     results = 0
@@ -106,7 +106,7 @@ def decode(value: Any, record: Record) -> list[Message]:
             texts.append(f"[{part}]")
     text = "\n".join(t for t in texts if t.strip())
     if not text and not tools:
-        raise Skip("empty")  # a thinking block, or a line with nothing said
+        return "empty"  # a thinking block, or a line with nothing said
     role: Role = "assistant" if kind == "assistant" else ("tool" if results and not text else "user")
     model = message.get("model") if kind == "assistant" else None
     when, epoch_ms = timestamp(value.get("timestamp"))

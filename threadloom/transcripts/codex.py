@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from threadloom.transcripts.jsonl import Record, Skip, parse_jsonl, remember
+from threadloom.transcripts.jsonl import Decoded, Record, parse_jsonl, remember
 from threadloom.transcripts.model import Cursor, Message, ParseResult, Role, ToolUse
 from threadloom.transcripts.reader import BUDGET
 from threadloom.transcripts.text import cap, flatten, timestamp, tool_args, tool_result
@@ -64,34 +64,34 @@ def first_state(path: Path) -> dict[str, Any]:
     return {"session": found.group(1) if found else path.stem}
 
 
-def decode(value: Any, record: Record) -> list[Message]:
+def decode(value: Any, record: Record) -> Decoded:
     if not isinstance(value, dict):
-        raise Skip("unknown_record")
+        return "unknown_record"
     state = record.state
     kind = value.get("type")
     if "payload" in value and isinstance(kind, str):
         payload = value["payload"]
         if not isinstance(payload, dict):
-            raise Skip("unknown_shape")
+            return "unknown_shape"
         stamp = value.get("timestamp")
         if kind == "session_meta":
             _meta(state, payload)
-            raise Skip("session_meta")
+            return "session_meta"
         if kind == "turn_context":
             for field, slot in (("model", "model"), ("cwd", "cwd")):
                 if isinstance(payload.get(field), str):
                     state[slot] = payload[field]
-            raise Skip("turn_context")
+            return "turn_context"
         if kind == "response_item":
             return _response_item(payload, stamp, record, "envelope")
         if kind == "event_msg":
             return _event(payload, stamp, record)
-        raise Skip("bookkeeping" if kind in ENVELOPE_BOOKKEEPING else "unknown_record")
+        return "bookkeeping" if kind in ENVELOPE_BOOKKEEPING else "unknown_record"
     if "record_type" in value:
-        raise Skip("bookkeeping")
+        return "bookkeeping"
     if kind is None and isinstance(value.get("id"), str) and "timestamp" in value:
         _meta(state, value)
-        raise Skip("session_meta")
+        return "session_meta"
     return _response_item(value, None, record, "bare")
 
 
@@ -101,14 +101,14 @@ def _meta(state: dict[str, Any], meta: dict[str, Any]) -> None:
             state[slot] = meta[field]
 
 
-def _response_item(item: dict[str, Any], stamp: Any, record: Record, version: str) -> list[Message]:
+def _response_item(item: dict[str, Any], stamp: Any, record: Record, version: str) -> Decoded:
     kind = item.get("type")
     fmt = f"codex/{version}:{kind}"
     if kind == "message":
         role = item.get("role")
         text = flatten(item.get("content"))
         if role not in ("user", "assistant") or (role == "user" and text.lstrip().startswith(INJECTED)):
-            raise Skip("injected")
+            return "injected"
         return _said(record, role, text, stamp, fmt)
     if kind in CALLS:
         name = str(item.get("name") or ("shell" if kind == "local_shell_call" else kind.removesuffix("_call")))
@@ -129,8 +129,8 @@ def _response_item(item: dict[str, Any], stamp: Any, record: Record, version: st
         use = ToolUse(name, call_id, result=tool_result(output), ok=not failed)
         return [_message(record, "tool", "", stamp, fmt, tools=(use,))]
     if kind in ITEM_BOOKKEEPING:
-        raise Skip("bookkeeping")
-    raise Skip("unknown_record")
+        return "bookkeeping"
+    return "unknown_record"
 
 
 def _decoded(output: Any) -> Any:
@@ -143,7 +143,7 @@ def _decoded(output: Any) -> Any:
     return output
 
 
-def _event(payload: dict[str, Any], stamp: Any, record: Record) -> list[Message]:
+def _event(payload: dict[str, Any], stamp: Any, record: Record) -> Decoded:
     kind = payload.get("type")
     fmt = f"codex/envelope:{kind}"
     if kind == "user_message" and isinstance(payload.get("message"), str):
@@ -155,21 +155,21 @@ def _event(payload: dict[str, Any], stamp: Any, record: Record) -> list[Message]
         roles: dict[Any, Role] = {"UserMessage": "user", "AgentMessage": "assistant"}
         role = roles.get(item.get("type"))
         if role is None:
-            raise Skip("item_mirror")  # tool and plan items repeat what response_items already said
+            return "item_mirror"  # tool and plan items repeat what response_items already said
         native = item.get("id") if isinstance(item.get("id"), str) else None
         return _said(record, role, flatten(item.get("content")), stamp, f"codex/items:{item.get('type')}", native)
-    raise Skip("event")
+    return "event"
 
 
-def _said(record: Record, role: Role, text: str, stamp: Any, fmt: str, native: str | None = None) -> list[Message]:
+def _said(record: Record, role: Role, text: str, stamp: Any, fmt: str, native: str | None = None) -> Decoded:
     """A turn, unless it mirrors the same role's last turn (see the module note)."""
     if not text.strip():
-        raise Skip("empty")
+        return "empty"
     stripped = text.strip().encode("utf-8", "replace")
     digest = f"{zlib.crc32(stripped):08x}{len(stripped):x}"  # compared with the last few turns only
     recent: dict[str, list[str]] = record.state.setdefault("recent", {"user": [], "assistant": []})
     if digest in recent.get(role, []):
-        raise Skip("mirror")
+        return "mirror"
     recent[role] = [*recent.get(role, []), digest][-8:]
     recent["assistant" if role == "user" else "user"] = []
     return [_message(record, role, text, stamp, fmt, native=native)]

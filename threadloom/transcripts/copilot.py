@@ -23,7 +23,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from threadloom.transcripts.jsonl import Record, Skip, parse_jsonl, remember
+from threadloom.transcripts.jsonl import Decoded, Record, parse_jsonl, remember
 from threadloom.transcripts.model import Cursor, Message, ParseResult, Role, ToolUse
 from threadloom.transcripts.reader import BUDGET
 from threadloom.transcripts.text import cap, flatten, timestamp, tool_args, tool_result
@@ -53,13 +53,13 @@ def first_state(path: Path) -> dict[str, Any]:
     return {"session": path.parent.name if path.name == "events.jsonl" else path.stem}
 
 
-def decode(value: Any, record: Record) -> list[Message]:
+def decode(value: Any, record: Record) -> Decoded:
     if not isinstance(value, dict) or not isinstance(value.get("type"), str):
-        raise Skip("unknown_record")
+        return "unknown_record"
     kind = value["type"]
     data = value.get("data")
     if not isinstance(data, dict):
-        raise Skip("unknown_shape")
+        return "unknown_shape"
     state = record.state
     if kind == "session.start":
         context = data["context"] if isinstance(data.get("context"), dict) else {}
@@ -69,10 +69,10 @@ def decode(value: Any, record: Record) -> list[Message]:
         for field in ("selectedModel", "model"):
             if isinstance(data.get(field), str):
                 state["model"] = data[field]
-        raise Skip("session_meta")
+        return "session_meta"
     if kind == "session.model_change" and isinstance(data.get("newModel"), str):
         state["model"] = data["newModel"]
-        raise Skip("session_meta")
+        return "session_meta"
     if kind == "user.message":
         return _message(value, record, "user", flatten(data.get("content")), ())
     if kind == "assistant.message":
@@ -89,7 +89,7 @@ def decode(value: Any, record: Record) -> list[Message]:
     if kind == "tool.execution_start":
         if isinstance(data.get("toolCallId"), str) and isinstance(data.get("toolName"), str):
             remember(state, "calls", data["toolCallId"], data["toolName"])
-        raise Skip("tool_start")
+        return "tool_start"
     if kind == "tool.execution_complete":
         call_id = data.get("toolCallId") if isinstance(data.get("toolCallId"), str) else None
         name = str(data.get("toolName") or (state.get("calls", {}).get(call_id) if call_id else None) or "tool")
@@ -97,15 +97,15 @@ def decode(value: Any, record: Record) -> list[Message]:
         result = ToolUse(name, call_id, result=tool_result(data.get("result")), ok=ok)
         return _message(value, record, "tool", "", (result,))
     if kind.startswith(BOOKKEEPING_PREFIXES) or kind == "abort":
-        raise Skip("bookkeeping")
-    raise Skip("unknown_record")
+        return "bookkeeping"
+    return "unknown_record"
 
 
 def _message(
     value: dict[str, Any], record: Record, role: Role, text: str, tools: tuple[ToolUse, ...], model: Any = None
-) -> list[Message]:
+) -> Decoded:
     if not text.strip() and not tools:
-        raise Skip("empty")
+        return "empty"
     state = record.state
     session = str(state.get("session") or "")
     native = value.get("id")

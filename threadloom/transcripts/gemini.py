@@ -24,7 +24,7 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from threadloom.transcripts.jsonl import Record, Skip, parse_jsonl, remember
+from threadloom.transcripts.jsonl import Decoded, Record, parse_jsonl, remember
 from threadloom.transcripts.model import Cursor, Message, ParseResult, Problem, Role, ToolUse
 from threadloom.transcripts.reader import BUDGET, open_checked
 from threadloom.transcripts.text import cap, flatten, timestamp, tool_args, tool_result
@@ -69,31 +69,33 @@ def first_state(path: Path) -> dict[str, Any]:
     return {}
 
 
-def decode(value: Any, record: Record) -> list[Message]:
+def decode(value: Any, record: Record) -> Decoded:
     if not isinstance(value, dict):
-        raise Skip("unknown_record")
+        return "unknown_record"
     if "$rewindTo" in value:
-        raise Skip("rewind")
+        return "rewind"
     if "$set" in value:
         update = value["$set"]
         if isinstance(update, dict) and isinstance(update.get("messages"), list):
-            return [m for item in update["messages"] for m in _message(item, record, "gemini/jsonl")]
-        raise Skip("metadata")
+            # A checkpoint of the whole history: its turns already yielded repeat their keys.
+            decoded = [_message(item, record, "gemini/jsonl") for item in update["messages"]]
+            return [message for out in decoded if not isinstance(out, str) for message in out]
+        return "metadata"
     if "type" not in value and isinstance(value.get("sessionId"), str):
         record.state["session"] = value["sessionId"]
-        raise Skip("session_meta")
+        return "session_meta"
     return _message(value, record, "gemini/jsonl")
 
 
-def _message(item: Any, record: Record, version: str) -> list[Message]:
+def _message(item: Any, record: Record, version: str) -> Decoded:
     if not isinstance(item, dict) or not isinstance(item.get("id"), str) or "type" not in item:
-        raise Skip("unknown_record")
+        return "unknown_record"
     kind = item["type"]
     if kind in NOTICES:
-        raise Skip("notice")
+        return "notice"
     role = ROLES.get(kind)
     if role is None:
-        raise Skip("unknown_record")
+        return "unknown_record"
     tools: list[ToolUse] = []
     for call in item.get("toolCalls") or []:
         if isinstance(call, dict):
@@ -109,12 +111,12 @@ def _message(item: Any, record: Record, version: str) -> list[Message]:
             )
     text = flatten(item.get("content"))
     if not text.strip() and not tools:
-        raise Skip("empty")
+        return "empty"
     state = record.state
     digest = hashlib.sha256(json.dumps(item, sort_keys=True).encode()).hexdigest()[:16]
     previous = state.get("seen", {}).get(item["id"])
     if previous == digest:
-        raise Skip("repeat")
+        return "repeat"
     remember(state, "seen", item["id"], digest)
     session = str(state.get("session") or "")
     when, epoch_ms = timestamp(item.get("timestamp"))
@@ -190,10 +192,12 @@ def parse_whole(path: Path, cursor: Cursor | None) -> ParseResult:
     skipped: dict[str, int] = {}
     for item in items[max(0, done - 4) :]:
         try:
-            messages.extend(_message(item, record, "gemini/json"))
-        except Skip as skip:
-            skipped[skip.reason] = skipped.get(skip.reason, 0) + 1
+            decoded = _message(item, record, "gemini/json")
         except (KeyError, TypeError, ValueError, AttributeError, RecursionError):
-            skipped["unknown_shape"] = skipped.get("unknown_shape", 0) + 1
+            decoded = "unknown_shape"
+        if isinstance(decoded, str):
+            skipped[decoded] = skipped.get(decoded, 0) + 1
+        else:
+            messages.extend(decoded)
     state["count"] = len(items)
     return ParseResult(messages, fresh.advanced(offset=fresh.size, state=state), problems, len(items) - done, skipped)

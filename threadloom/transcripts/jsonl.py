@@ -6,7 +6,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,14 +30,6 @@ def load(text: str) -> Any:
     return json.loads(text)
 
 
-class Skip(Exception):
-    """A record that is not a message: bookkeeping the adapter knows, or a shape it does not."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
 @dataclass(slots=True)
 class Record:
     """One parsed line and where it came from; `state` is the file's adapter state, mutable."""
@@ -52,7 +44,10 @@ class Record:
         return "L" + hashlib.sha256(self.line).hexdigest()[:32]
 
 
-Decoder = Callable[[Any, Record], Iterable[Message]]
+# What a decoder makes of one record: its messages, or why it was skipped ("bookkeeping", "mirror"; a
+# reason starting with "unknown" is a shape the adapter does not know, and is reported).
+Decoded = list[Message] | str
+Decoder = Callable[[Any, Record], Decoded]
 
 
 def parse_jsonl(
@@ -95,15 +90,18 @@ def parse_jsonl(
                     report(Problem(name, "invalid_json", offset, str(exc)[:120]))
                     continue
                 try:
-                    messages.extend(decode(value, Record(name, offset, line, state)))
-                except Skip as skip:
-                    skipped[skip.reason] += 1
-                    if skip.reason.startswith("unknown"):
-                        report(Problem(name, skip.reason, offset))
+                    decoded = decode(value, Record(name, offset, line, state))
                 except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as exc:
                     # A known record type with fields of unexpected types: a shape we do not know.
                     skipped["unknown_shape"] += 1
                     report(Problem(name, "unknown_shape", offset, f"{type(exc).__name__}: {exc}"[:120]))
+                    continue
+                if isinstance(decoded, str):
+                    skipped[decoded] += 1
+                    if decoded.startswith("unknown"):
+                        report(Problem(name, decoded, offset))
+                else:
+                    messages.extend(decoded)
         except OSError as exc:
             report(Problem(name, "unreadable", reader.position, exc.strerror or str(exc)))
     if reader.tail:
