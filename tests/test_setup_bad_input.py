@@ -184,3 +184,19 @@ def test_a_repository_file_linked_out_of_the_repository_is_refused(home: Path, t
         setup(ctx, [CLIENTS["claude"].plan(ctx)], Manifest(home / ".threadloom"), False)
     assert secret.read_text() == '{"oauthAccount": {}}\n'
     assert not (repo / "CLAUDE.md").exists()
+
+
+def test_a_write_refused_at_the_last_moment_leaves_no_record_behind(home: Path) -> None:
+    from threadloom.setup import runner
+
+    path = home / ".gemini" / "settings.json"
+    path.write_text('{"theme": "GitHub"}\n')
+    ctx = Context(home, EXE, {}, None)
+    planned = runner._plan_files(ctx, [CLIENTS["gemini"].plan(ctx)])
+    settings = next(p for p in planned if p.snap.real == path.resolve())
+    path.write_text('{"theme": "Dracula"}\n')  # Gemini rewrote it after setup read it
+    manifest = Manifest(home / ".threadloom")
+    with pytest.raises(InvalidInput, match="changed while setup was working on it"):
+        runner._write(settings, manifest, Report())
+    assert str(path.resolve()) not in Manifest(home / ".threadloom").entries
+    assert path.read_text() == '{"theme": "Dracula"}\n'

@@ -7,6 +7,7 @@ to `<home>/setup/backups/`, written whole, and recorded in the manifest for `--u
 
 from __future__ import annotations
 
+import copy
 import difflib
 import os
 from collections.abc import Iterable
@@ -115,17 +116,18 @@ def setup(ctx: Context, plans: list[Plan], manifest: Manifest, dry_run: bool) ->
 
 
 def _write(entry: _File, manifest: Manifest, report: Report) -> None:
+    """Back up, record, then write: the manifest names what is about to be written before it is, so a
+    crash in between leaves undo able to take it out (an entry that never landed is simply not found)."""
     snap, key = entry.snap, str(entry.snap.real)
     assert entry.text is not None
     data = entry.text.encode("utf-8")
-    old = manifest.entries.get(key)
+    before = manifest.entries.get(key)
     backup = manifest.backup(snap.real, snap.data) if snap.data is not None else None
     if backup is not None:
         report.backups.append(f"{snap.shown} -> {backup}")
     made = files.make_folders(snap.real.parent, 0o700 if entry.private else 0o755)
-    files.write(snap, data, 0o600 if entry.private else 0o644)
-    if old is None:
-        old = {
+    if before is None:
+        new: Entry = {
             "shown": str(snap.shown),
             "root": str(entry.root),
             "existed": snap.data is not None,
@@ -135,14 +137,23 @@ def _write(entry: _File, manifest: Manifest, report: Report) -> None:
             "folders": [str(f) for f in made],
             "records": [],
         }
-    elif snap.data is None or files.sha256(snap.data) != old["written_sha256"]:
-        old["baseline"] = False  # changed by someone else since setup wrote it: its backup is stale
-    for record in entry.records:
-        if not any(same_record(record, r) for r in old["records"]):
-            old["records"].append(record)
-    old["written_sha256"] = files.sha256(data)
-    manifest.entries[key] = old
+    else:
+        new = copy.deepcopy(before)
+        if snap.data is None or files.sha256(snap.data) != before["written_sha256"]:
+            new["baseline"] = False  # changed by someone else since setup wrote it: its backup is stale
+    new["records"] += [r for r in entry.records if not any(same_record(r, o) for o in new["records"])]
+    new["written_sha256"] = files.sha256(data)
+    manifest.entries[key] = new
     manifest.save()
+    try:
+        files.write(snap, data, 0o600 if entry.private else 0o644)
+    except BaseException:
+        if before is None:
+            del manifest.entries[key]
+        else:
+            manifest.entries[key] = before
+        manifest.save()
+        raise
 
 
 def undo(clients: set[str], manifest: Manifest, dry_run: bool) -> Report:
