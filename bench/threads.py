@@ -5,7 +5,14 @@ deepest thread of the chain. Warm: repeated calls in one process. Cold: the firs
 process. Baseline in the same run: reading and parsing every thread file, which is what a context
 built from the whole tree would cost.
 
-    python bench/threads.py [--threads 2000] [--depth 5] [--runs 200]
+Served (`--served-runs`, 0 to skip): the MCP calls a session makes, through a real in-process server
+over stdio: `thread_context` (and the size of its reply in cl100k tokens), a thread write
+(`thread_summary`) and `status` as the baseline, each measured for this checkout and, side by side,
+for this checkout without the commit `--change` (default: the bounded outline and the file cache),
+on the same files. The first call of each server is shown apart: it
+parses every thread file once.
+
+    python bench/threads.py [--threads 2000] [--depth 5] [--runs 200] [--served-runs 30] [--change REV]
 """
 
 from __future__ import annotations
@@ -22,14 +29,16 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import pct
+from served import served_comparison
 
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.store.sqlite import open_store
-from threadloom.threads.files import ThreadFiles
+from threadloom.threads.files import ThreadFiles, parse
 from threadloom.threads.model import Summary, Thread
 from threadloom.threads.service import ThreadService
 
+CHANGE = "d5a1995"  # thread_context's bounded outline and the file cache, resume, the project switch
 PROV = Provenance(session_id="bench", vendor="other", project=None)
 SUMMARY = (
     "## Decisions\n- {t}: chose the simple path, measured first\n- keep the API stable\n"
@@ -81,6 +90,10 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2000)
     parser.add_argument("--depth", type=int, default=5)
     parser.add_argument("--runs", type=int, default=200)
+    parser.add_argument("--served-runs", type=int, default=30)
+    parser.add_argument(
+        "--change", default=CHANGE, help="the commit to compare without (before: this checkout without it)"
+    )
     parser.add_argument("--cold", type=Path, help=argparse.SUPPRESS)  # internal: one first call, in a fresh process
     args = parser.parse_args()
     if args.cold:
@@ -89,7 +102,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="tlthreads") as tmp:
         repo = Path(tmp) / "repo"
         repo.mkdir()
-        build(repo, args.threads, args.depth)
+        deepest = build(repo, args.threads, args.depth)
         warm = measure(repo, args.runs)
         cold = [
             float(subprocess.run([sys.executable, __file__, "--cold", str(repo)], capture_output=True, text=True,
@@ -99,8 +112,10 @@ def main() -> None:
         full = []
         for _ in range(5):
             started = time.perf_counter()
-            ThreadFiles(repo, "bench").load()
+            texts, _ = ThreadFiles(repo, "bench").files.read_folder(".threadloom/threads/bench", ".md")
+            [parse(text, name[:-3]) for name, text in texts.items()]  # what a load without the cache costs
             full.append(time.perf_counter() - started)
+        table = served_comparison(repo, Path(tmp), deepest, args.change, args.served_runs) if args.served_runs else []
     print(f"context of a {args.depth}-deep chain among {args.threads:,} threads:")
     print(
         f"  warm: p50 {statistics.median(warm) * 1000:.2f} ms, p95 {pct(warm, 0.95) * 1000:.2f} ms ({args.runs} calls)"
@@ -111,6 +126,7 @@ def main() -> None:
     )
     print(f"  baseline, reading and parsing every thread file: p50 {statistics.median(full) * 1000:.1f} ms")
     print("  anchor: ThreadMind's context_get, 2.2 ms median on a 3-level chain in a tiny project (issue 5)")
+    print("\n".join(table))
 
 
 if __name__ == "__main__":
