@@ -200,3 +200,19 @@ def test_a_write_refused_at_the_last_moment_leaves_no_record_behind(home: Path) 
         runner._write(settings, manifest, Report())
     assert str(path.resolve()) not in Manifest(home / ".threadloom").entries
     assert path.read_text() == '{"theme": "Dracula"}\n'
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="only root can give a file to another user here")
+def test_another_users_file_is_refused(home: Path) -> None:
+    path = home / ".gemini" / "settings.json"
+    path.write_text("{}\n")
+    os.chown(path, 65534, 65534)
+    with pytest.raises(InvalidInput, match="belongs to another user"):
+        run_setup(home, "gemini")
+    assert path.read_text() == "{}\n"
+
+
+def test_a_file_that_is_not_utf8_is_refused(home: Path) -> None:
+    (home / ".gemini" / "settings.json").write_bytes(b'{"theme": "\xff"}')
+    with pytest.raises(InvalidInput, match=r"settings\.json: it is not UTF-8"):
+        run_setup(home, "gemini")

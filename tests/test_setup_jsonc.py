@@ -25,6 +25,8 @@ TEXTS = [
     '{\n  "hooks": {\n    "SessionStart": [\n      {"hooks": [{"type": "command", "command": "x"}]}\n    ]\n  }\n}\n',
     '{\n  "mcpServers": {\n  }\n}\n',
     '/* head */\n{\n    "mcpServers": {"a": {"command": "a"}}\n}\n',
+    '{\r\n  "theme": "dark",\r\n  "hooks": {\r\n    "SessionStart": []\r\n  }\r\n}\r\n',
+    '{\r\n  "mcpServers": {\r\n    "a": {"command": "a"}\r\n  }\r\n}\r\n',
 ]
 
 
@@ -54,6 +56,8 @@ def test_an_added_entry_keeps_everything_else_and_taking_it_back_restores_the_te
         assert inner[path[-1]][-1] == HOOK
     for comment in ("// comment", "// why", "/* head */"):
         assert (comment in text) == (comment in new)
+    if "\r\n" in text:
+        assert new.count("\n") == new.count("\r\n")  # a CRLF file gets CRLF lines
     if jsonc.is_strict(text or "{}"):
         json.loads(new)  # a plain JSON file stays plain JSON (Claude's ~/.claude.json is read strictly)
     assert edit.apply(new) == (new, None)  # idempotent
@@ -95,7 +99,10 @@ args = ["-y", "docs"]
 """
 
 
-@pytest.mark.parametrize("text", ["", TOML, 'mcp_servers = { docs = { command = "npx" } }\n'])
+INLINE_TOML = 'mcp_servers = { docs = { command = "npx" } }\n'
+
+
+@pytest.mark.parametrize("text", ["", TOML, TOML.replace("\n", "\r\n"), INLINE_TOML])
 def test_a_toml_table_is_added_keeping_comments_and_taken_back(text: str) -> None:
     edit = TomlEntry("codex", ("mcp_servers", "threadloom"), SERVER)
     new, record = edit.apply(text or None)
@@ -104,6 +111,8 @@ def test_a_toml_table_is_added_keeping_comments_and_taken_back(text: str) -> Non
     if "{" not in text:
         assert new.startswith(text)  # added at the end, the user's lines untouched
     assert edit.apply(new) == (new, None)
+    if "\r\n" in text:
+        assert new.count("\n") == new.count("\r\n")
     back = revert(new, record)
     assert tomllib.loads(back) == tomllib.loads(text)
     if "{" not in text:

@@ -188,8 +188,9 @@ class TomlEntry:
             table[leaf] = _table(self.value, inline=isinstance(table, tomlkit.items.InlineTable))
             return _toml_checked(tomlkit.dumps(doc), expected), record
         # A new table goes at the end as text of its own, so that undo can take exactly that text out.
-        chunk = ("" if not body or body.endswith("\n") else "\n") + ("\n" if body.strip() else "")
-        chunk += f"[{'.'.join(self.path)}]\n" + "".join(f"{k} = {_toml_value(v)}\n" for k, v in self.value.items())
+        nl = "\r\n" if "\r\n" in body else "\n"
+        chunk = ("" if not body or body.endswith("\n") else nl) + (nl if body.strip() else "")
+        chunk += f"[{'.'.join(self.path)}]{nl}" + "".join(f"{k} = {_toml_value(v)}{nl}" for k, v in self.value.items())
         record["appended"] = chunk
         record.setdefault("created", len(self.path) - 1)
         try:

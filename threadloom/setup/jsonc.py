@@ -216,25 +216,29 @@ def _starts_line(text: str, pos: int) -> bool:
     return text[text.rfind("\n", 0, pos) + 1 : pos].strip() == ""
 
 
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
 def insert(text: str, container: Node, key: str | None, value: Json) -> str:
     """`text` with `value` added at the end of `container` (as member `key` of an object)."""
-    unit = indent_unit(text)
+    unit, nl = indent_unit(text), _newline(text)
     entries = container.members if container.kind == "object" else container.items
     close = container.end - 1
+    name = json.dumps(key, ensure_ascii=False) + ": " if key is not None else ""
     if not entries:
         child = line_indent(text, container.start) + unit
-        entry = (json.dumps(key) + ": " if key is not None else "") + render(value, child, unit)
+        entry = name + render(value, child, unit).replace("\n", nl)
         inner = text[container.start + 1 : close]
         if "\n" in inner:
-            return text[: container.start + 1] + "\n" + child + entry + text[container.start + 1 :]
-        tail = "\n" + line_indent(text, container.start)
-        return text[: container.start + 1] + "\n" + child + entry + tail + text[close:]
+            return text[: container.start + 1] + nl + child + entry + text[container.start + 1 :]
+        tail = nl + line_indent(text, container.start)
+        return text[: container.start + 1] + nl + child + entry + tail + text[close:]
     last = entries[-1]
     first_start = entries[0].start
     inline = not _starts_line(text, first_start)
     child = line_indent(text, first_start)
-    body = json.dumps(value, ensure_ascii=False) if inline else render(value, child, unit)
-    entry = (json.dumps(key) + ": " if key is not None else "") + body
+    body = json.dumps(value, ensure_ascii=False) if inline else render(value, child, unit).replace("\n", nl)
     probe = _Parser(text)
     probe.pos = last.end
     probe.skip()
@@ -242,14 +246,17 @@ def insert(text: str, container: Node, key: str | None, value: Json) -> str:
     after = probe.pos + 1 if trailing else last.end
     comma = "" if trailing else ","
     if inline:
-        return text[: last.end] + comma + text[last.end : after] + " " + entry + text[after:]
+        return text[: last.end] + comma + text[last.end : after] + " " + name + body + text[after:]
     eol = text.find("\n", after)
     at = eol if 0 <= eol < close else after
-    return text[: last.end] + comma + text[last.end : at] + "\n" + child + entry + text[at:]
+    if at == eol and text[eol - 1] == "\r":
+        at -= 1
+    return text[: last.end] + comma + text[last.end : at] + nl + child + name + body + text[at:]
 
 
 def replace(text: str, node: Node, value: Json) -> str:
-    return text[: node.start] + render(value, line_indent(text, node.start), indent_unit(text)) + text[node.end :]
+    rendered = render(value, line_indent(text, node.start), indent_unit(text)).replace("\n", _newline(text))
+    return text[: node.start] + rendered + text[node.end :]
 
 
 def remove(text: str, container: Node, index: int) -> str:
@@ -265,7 +272,9 @@ def remove(text: str, container: Node, index: int) -> str:
         # Keep a comment that follows the previous entry on its line; drop the comma before it, the
         # entry's own line(s), and a trailing comma of the entry (it would land after that comment).
         comma = 1 if text.startswith(",", prev_end) else 0
-        kept = text[prev_end + comma : text.rfind("\n", 0, entry.start)]
+        cut = text.rfind("\n", 0, entry.start)
+        cut -= 1 if text[cut - 1] == "\r" else 0
+        kept = text[prev_end + comma : cut]
         rest = text[entry.end :]
         if rest.lstrip(" \t").startswith(","):
             rest = rest.lstrip(" \t")[1:]
