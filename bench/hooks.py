@@ -22,6 +22,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from measure import pct
@@ -88,7 +89,8 @@ def main() -> int:
         context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
         runs: dict[str, list[float]] = {k: [] for k in ("hook", "version", "pass", "request")}
         cpu: dict[str, list[float]] = {k: [] for k in ("hook", "version", "pass")}
-        fields = {"event": "session-start", "client": "claude", "vendor": "claude", "client_session": "bench"}
+        fields: dict[str, Any] = {"event": "session-start", "client": "claude", "vendor": "claude"}
+        fields["client_session"] = "bench"
         fields |= {"cwd": str(repo), "source": "startup", "render": True, "ancestors": [], "env": {}}
         layout = HomeLayout(home / "home")
         os.environ["THREADLOOM_HOME"] = str(layout.home)

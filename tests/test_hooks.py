@@ -68,7 +68,8 @@ def events(home: Path, kind: str) -> list[dict[str, Any]]:
 def ended_at(home: Path, session: str) -> int | None:
     store = SqliteStore(home / "threadloom.db")
     try:
-        return store.read(lambda r: r.scalar("SELECT ended_at FROM sessions WHERE id = :id", {"id": session}))
+        found = store.read(lambda r: r.scalar("SELECT ended_at FROM sessions WHERE id = :id", {"id": session}))
+        return None if found is None else int(found)
     finally:
         store.close()
 
@@ -177,7 +178,8 @@ def test_session_end_is_journaled_and_ties_to_the_agents_threadloom_session(home
         start = hook(home, "session-start", claude_start(repo, "c-7"), "--client", "claude")
         assert start.returncode == 0 and json.loads(start.stdout)
         # With no ancestor to go by (say, the agent process has gone), the journal's earlier hook ties it.
-        compacting = {"event": "pre-compact", "client": "claude", "vendor": "claude", "client_session": "c-7"}
+        compacting: dict[str, Any] = {"event": "pre-compact", "client": "claude", "vendor": "claude"}
+        compacting["client_session"] = "c-7"
         compacting |= {"cwd": str(repo), "ancestors": "not a list", "env": {}}
         assert control.request(home / "daemon.sock", "hook", **compacting) == {
             "ok": True,
@@ -230,7 +232,8 @@ def test_a_hook_its_client_killed_before_the_reply_leaves_the_daemon_serving(hom
     repo = repository(tmp_path)
     assert hook(home, "session-start", claude_start(repo), "--client", "claude").returncode == 0
     pid = daemon_pid(home)
-    request = {"kind": "control", "op": "hook", "event": "session-start", "client": "claude", "vendor": "claude"}
+    request: dict[str, Any] = {"kind": "control", "op": "hook", "event": "session-start", "client": "claude"}
+    request["vendor"] = "claude"
     request |= {"cwd": str(repo), "render": True, "env": {}}
     for _ in range(10):  # sent, then the connection reset at once (SO_LINGER 0), as a killed hook leaves it
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
