@@ -69,6 +69,8 @@ def populate(tmp: Path, n_memories: int, n_threads: int) -> tuple[Runtime, Any]:
                         entities=tuple(m["entities"]))  # type: ignore[arg-type]  # fmt: skip
         runtime.memory.store(new, me)
     print(f"stored {n_memories} memories in {time.perf_counter() - started:.1f} s", file=sys.stderr)
+    for p in provs:  # storing took minutes: say the sessions are still here (liveness)
+        runtime.sessions.touch(str(p.session_id))
     for k in range(8):
         runtime.core.set_core(f"rule.{k}", f"core rule {k}: run make check before pushing service {k}", me, 50 + k)
     runtime.signals.whisper(provs[1], "bench-1", "the deploy of t4 is blocked on review")
