@@ -74,7 +74,7 @@ def setup(
 
 def _print(report: Report, dry_run: bool, undo: bool) -> None:
     for row in report.rows:
-        typer.echo(f"{row.client:<8} {row.what or 'file':<16} {row.status}" + (f"  {row.path}" if row.path else ""))
+        typer.echo(f"{row.client:<8} {row.what or 'file':<16} {row.status:<12} {row.path}".rstrip())
     for line in report.backups:
         typer.echo(f"backup   {line}")
     for diff in report.diffs:

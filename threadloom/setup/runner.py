@@ -50,6 +50,7 @@ class _File:
     targets: list[Target] = field(default_factory=list)
     text: str | None = None
     records: list[Record] = field(default_factory=list)
+    by_target: dict[int, list[Record]] = field(default_factory=dict)  # index in `targets` -> its records
 
 
 def diff(shown: Path, old: str | None, new: str | None) -> str:
@@ -75,7 +76,7 @@ def _plan_files(ctx: Context, plans: Iterable[Plan]) -> list[_File]:
             entry.targets.append(target)
     for entry in by_real.values():
         text = entry.snap.text
-        for target in entry.targets:
+        for index, target in enumerate(entry.targets):
             for edit in target.edits:
                 try:
                     text, record = edit.apply(text)
@@ -83,6 +84,7 @@ def _plan_files(ctx: Context, plans: Iterable[Plan]) -> list[_File]:
                     raise InvalidInput(f"{entry.snap.shown}: {exc.message}; nothing was changed") from None
                 if record is not None:
                     entry.records.append(record)
+                    entry.by_target.setdefault(index, []).append(record)
         entry.text = text
         if entry.records:
             files.check_writable(entry.snap)
@@ -95,19 +97,19 @@ def setup(ctx: Context, plans: list[Plan], manifest: Manifest, dry_run: bool) ->
         report.notes.extend(plan.notes)
     planned = _plan_files(ctx, plans)
     for entry in planned:
-        for target in entry.targets:
-            mine = [r for r in entry.records if r["client"] == target.client]
+        for index, target in enumerate(entry.targets):
+            mine = entry.by_target.get(index, [])
             status = "unchanged"
             if mine:
                 replaced = all("previous" in r for r in mine)  # an older threadloom entry, now current
                 status = "would change" if dry_run else "updated" if replaced else "added"
-            row = Row(target.client, target.what, str(entry.snap.shown), status)
-            if row not in report.rows:
-                report.rows.append(row)
+            report.rows.append(Row(target.client, target.what, str(entry.snap.shown), status))
         if entry.records and dry_run:
             report.diffs.append(diff(entry.snap.shown, entry.snap.text, entry.text))
     for plan in plans:
         report.rows.extend(Row(s.client, s.what, "", f"skipped ({s.why})") for s in plan.skips)
+    order = {plan.targets[0].client if plan.targets else "": n for n, plan in enumerate(plans)}
+    report.rows.sort(key=lambda row: order.get(row.client, len(order)))
     if not dry_run:
         for entry in planned:
             if entry.records:
