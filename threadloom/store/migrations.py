@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
 from threadloom.store.migrations_search import M018_REACTIVATION_GENERATION_SQL
+from threadloom.store.migrations_transcripts import M019_TRANSCRIPTS_SQL
 
 
 @dataclass(frozen=True)
@@ -388,6 +389,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m015_tool_requests", M015_TOOL_REQUESTS_SQL),
     Migration("m017_memory_context", M017_MEMORY_CONTEXT_SQL),
     Migration("m018_reactivation_generation", M018_REACTIVATION_GENERATION_SQL),
+    Migration("m019_transcripts", M019_TRANSCRIPTS_SQL),
 )
 
 BOOTSTRAP_SQL = """

@@ -81,12 +81,22 @@ def memory_scope_sql(scope: MemoryScope) -> tuple[str, dict[str, Any]]:
 # The kinds besides memories that a recall searches, and who may see each.
 PROJECT_KINDS = ("note", "thread")  # notes and thread summaries: the project's
 OWNED_KINDS = ("quote",)  # verbatim quotes: their speaker's alone (thread_notes.owner)
+TRANSCRIPT_KIND = "transcript"  # ingested conversations: their owner's alone (transcript_messages.owner)
+
+
+def transcripts_sql(viewer: Viewer | None, alias: str = "t") -> tuple[str, dict[str, Any]]:
+    """The one rule of who may see an ingested transcript message (store/transcripts.py): its owner only,
+    from every project. A job (no viewer) sees all."""
+    if viewer is None:
+        return "1 = 1", {}
+    return f"{alias}.owner = :t_owner", {"t_owner": viewer.user}
 
 
 def shared_documents_sql(scope: MemoryScope, kinds: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """Who may see documents of `kinds` other than memories, as SQL on alias `d` (a documents row): a note
     or a thread summary from sessions in its project; a quote by its owner only, as a private memory
-    (from this project, or everywhere when the scope names no project). A kind with no rule here is seen
+    (from this project, or everywhere when the scope names no project); a transcript message by its owner
+    only (`transcripts_sql`; from this project when the scope names one). A kind with no rule here is seen
     by no one. Conditions only memories have (categories, entity, as of, activity, pinned or core) are met
     by no other kind; `created_since` applies to when the document was written. Always a valid expression."""
     memory_only = (scope.categories, scope.entity, scope.as_of, scope.active_since, scope.pinned_or_core)
@@ -115,6 +125,17 @@ def shared_documents_sql(scope: MemoryScope, kinds: Sequence[str]) -> tuple[str,
             owned.append("(d.project = :o_scope OR d.project IS NULL)")
             params["o_scope"] = scope.project
         clauses.append("(" + " AND ".join(owned) + ")")
+    if TRANSCRIPT_KIND in kinds:
+        owner_sql, owner_params = transcripts_sql(viewer)
+        transcript = [
+            f"d.kind = '{TRANSCRIPT_KIND}'",
+            f"EXISTS (SELECT 1 FROM transcript_messages t WHERE t.id = CAST(d.ref AS INTEGER) AND {owner_sql})",
+        ]
+        params.update(owner_params)
+        if scope.project is not None:
+            transcript.append("d.project = :t_scope")
+            params["t_scope"] = scope.project
+        clauses.append("(" + " AND ".join(transcript) + ")")
     if not clauses:
         return "0 = 1", {}
     where = "(" + " OR ".join(clauses) + ")"

@@ -1,0 +1,77 @@
+"""The transcript tables (m019) and their store functions: keys unique per owner, revisions replace,
+cursors per file, coverage per source, and the owner-only visibility rule on the search documents."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from threadloom.search.engine import SearchEngine
+from threadloom.search.model import Document, Filters, MemoryScope, Viewer
+from threadloom.store import transcripts
+from threadloom.store.base import Writer
+from threadloom.store.sqlite import open_store
+from threadloom.store.transcripts import StoredMessage
+
+
+def _message(key: str, text: str, at: int = 1_700_000_000_000) -> StoredMessage:
+    return StoredMessage(
+        source="claude-code",
+        session_id="s1",
+        key=key,
+        role="user",
+        text=text,
+        tools="[]",
+        at=at,
+        cwd="/repo",
+        project="/repo",
+        model=None,
+        format="claude-code/jsonl",
+        path="/t.jsonl",
+        offset=0,
+    )
+
+
+def _put(w: Writer, owner: str, m: StoredMessage, revises: bool = False) -> tuple[int, bool] | None:
+    written = transcripts.upsert_message(w, owner, m, revises, now=1)
+    if written is not None:
+        SearchEngine.index(
+            w, Document(kind="transcript", ref=str(written[0]), body=m.text, thread=m.session_id, source=m.role)
+        )
+    return written
+
+
+def test_a_key_is_stored_once_per_owner_and_a_revision_replaces_it(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "db.sqlite")
+    first = store.write(lambda w: _put(w, "ann", _message("k1", "the lighthouse keeper")))
+    assert first is not None and first[1]
+    assert store.write(lambda w: _put(w, "ann", _message("k1", "the lighthouse keeper"))) is None
+    assert store.write(lambda w: _put(w, "ann", _message("k1", "something else"))) is None  # not a revision
+    assert store.write(lambda w: _put(w, "bob", _message("k1", "the lighthouse keeper"))) is not None
+    revised = store.write(lambda w: _put(w, "ann", _message("k1", "the revised keeper"), revises=True))
+    assert revised == (first[0], True)
+    texts = store.read(lambda r: r.tuples("SELECT owner, text FROM transcript_messages ORDER BY owner"))
+    assert texts == [("ann", "the revised keeper"), ("bob", "the lighthouse keeper")]
+    cover = store.read(lambda r: transcripts.coverage(r, "ann"))
+    assert [(c["source"], c["messages"], c["sessions"]) for c in cover] == [("claude-code", 1, 1)]
+
+
+def test_cursors_are_per_owner_and_file(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "db.sqlite")
+    store.write(lambda w: transcripts.save_file(w, "ann", "codex", "/a.jsonl", '{"x":1}', {"records": 3}, None, 5))
+    store.write(lambda w: transcripts.save_file(w, "ann", "codex", "/a.jsonl", '{"x":2}', {"records": 4}, "cut", 6))
+    assert store.read(lambda r: transcripts.file_cursors(r, "ann", "codex")) == {"/a.jsonl": '{"x":2}'}
+    assert store.read(lambda r: transcripts.file_cursors(r, "bob", "codex")) == {}
+    assert store.read(lambda r: transcripts.file_stats(r, "ann", "codex")) == [{"records": 4}]
+
+
+def test_only_the_owner_finds_a_transcript_message(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "db.sqlite")
+    store.write(lambda w: _put(w, "ann", _message("k1", "the lighthouse keeper")))
+    engine = SearchEngine(store)
+
+    def found(user: str) -> int:
+        scope = MemoryScope(viewer=Viewer(user=user, project=None, org=user))
+        return len(engine.search("lighthouse", Filters(kinds=("transcript",), memory=scope)).hits)
+
+    assert found("ann") == 1
+    assert found("bob") == 0

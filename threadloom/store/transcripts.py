@@ -1,0 +1,148 @@
+"""Ingested transcripts in the store: every statement that reads or writes their tables (m019).
+
+Tables (all keyed by `owner`, the user whose home the transcripts were read from: a transcript is private
+to that user, never visible to another `THREADLOOM_USER`; see `visibility.transcripts_sql`):
+
+- `transcript_files (owner, source, path, cursor, stats, problem, updated_at)`, primary key (owner, path):
+  where reading of one file stopped (`transcripts.Cursor.to_json()`), that file's counters
+  (`SourceStats.to_dict()`, cumulative while the file keeps its identity) and its last problem, if any.
+- `transcript_messages (id, owner, source, session_id, key, role, text, tools, at, cwd, project, model,
+  format, path, offset, ingested_at)`, UNIQUE (owner, source, key): one row per message, scrubbed of
+  secrets. `source` is the adapter (claude-code, codex, gemini, copilot), `key` its stable key, `role`
+  user/assistant/tool, `tools` a JSON list of `{name, args, result, ok}` summaries, `at` epoch ms (NULL
+  when the client wrote no time), `project` the repository root resolved from `cwd`, `format` the format
+  version and record kind it came from. Each row is indexed as a search document of kind `transcript`
+  with `ref` = the row id, `thread` = the session id, `source` = the role, `occurred_at` = `at`.
+- `transcript_sources (owner, source, last_pass, updated_at)`: the counters of the last pass over a
+  source that read any record, for the alarms.
+
+A batch (messages read from one file and the cursor after them) is written in one transaction by
+`threadloom/ingest/`, so a crash re-reads a batch, never skips or duplicates one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from threadloom.store.base import Reader, Row, Writer
+
+DOCUMENT_KIND = "transcript"
+
+
+@dataclass(frozen=True)
+class StoredMessage:
+    """A message as persisted: already scrubbed, its project resolved."""
+
+    source: str
+    session_id: str
+    key: str
+    role: str
+    text: str
+    tools: str  # JSON list
+    at: int | None
+    cwd: str | None
+    project: str | None
+    model: str | None
+    format: str
+    path: str
+    offset: int
+
+
+def file_cursors(r: Reader, owner: str, source: str) -> dict[str, str]:
+    """Path -> cursor JSON of every file of `source` ingested for `owner`."""
+    rows = r.tuples(
+        "SELECT path, cursor FROM transcript_files WHERE owner = :o AND source = :s", {"o": owner, "s": source}
+    )
+    return {str(path): str(cursor) for path, cursor in rows}
+
+
+def save_file(
+    w: Writer, owner: str, source: str, path: str, cursor: str, stats: dict[str, Any], problem: str | None, now: int
+) -> None:
+    w.execute(
+        "INSERT INTO transcript_files (owner, source, path, cursor, stats, problem, updated_at) "
+        "VALUES (:o, :s, :p, :c, :st, :pr, :n) ON CONFLICT (owner, path) DO UPDATE SET source = :s, cursor = :c, "
+        "stats = :st, problem = :pr, updated_at = :n",
+        {"o": owner, "s": source, "p": path, "c": cursor, "st": json.dumps(stats), "pr": problem, "n": now},
+    )
+
+
+def file_stats(r: Reader, owner: str, source: str) -> list[dict[str, Any]]:
+    rows = r.tuples("SELECT stats FROM transcript_files WHERE owner = :o AND source = :s", {"o": owner, "s": source})
+    return [json.loads(stats) for (stats,) in rows]
+
+
+def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: int) -> tuple[int, bool] | None:
+    """Store `m` unless its key is held already; a revision replaces the held row's content.
+    Returns (row id, whether its text changed), or None when nothing was written."""
+    values = {
+        "o": owner,
+        "src": m.source,
+        "sid": m.session_id,
+        "k": m.key,
+        "role": m.role,
+        "t": m.text,
+        "tools": m.tools,
+        "at": m.at,
+        "cwd": m.cwd,
+        "proj": m.project,
+        "model": m.model,
+        "fmt": m.format,
+        "path": m.path,
+        "off": m.offset,
+        "now": now,
+    }
+    found = w.one(
+        "SELECT id, text, tools FROM transcript_messages WHERE owner = :o AND source = :src AND key = :k", values
+    )
+    if found is None:
+        new_id = w.insert(
+            "INSERT INTO transcript_messages (owner, source, session_id, key, role, text, tools, at, cwd, project, "
+            "model, format, path, offset, ingested_at) VALUES (:o, :src, :sid, :k, :role, :t, :tools, :at, :cwd, "
+            ":proj, :model, :fmt, :path, :off, :now)",
+            values,
+        )
+        return new_id, True
+    if not revises or (found["text"] == m.text and found["tools"] == m.tools):
+        return None
+    w.execute(
+        "UPDATE transcript_messages SET session_id = :sid, role = :role, text = :t, tools = :tools, at = :at, "
+        "cwd = :cwd, project = :proj, model = :model, format = :fmt, path = :path, offset = :off, "
+        "ingested_at = :now WHERE id = :id",
+        values | {"id": found["id"]},
+    )
+    return int(found["id"]), True
+
+
+def save_last_pass(w: Writer, owner: str, source: str, stats: dict[str, Any], now: int) -> None:
+    w.execute(
+        "INSERT INTO transcript_sources (owner, source, last_pass, updated_at) VALUES (:o, :s, :l, :n) "
+        "ON CONFLICT (owner, source) DO UPDATE SET last_pass = :l, updated_at = :n",
+        {"o": owner, "s": source, "l": json.dumps(stats), "n": now},
+    )
+
+
+def last_passes(r: Reader, owner: str) -> dict[str, dict[str, Any]]:
+    rows = r.tuples("SELECT source, last_pass FROM transcript_sources WHERE owner = :o", {"o": owner})
+    return {str(source): json.loads(stats) for source, stats in rows}
+
+
+def coverage(r: Reader, owner: str) -> list[Row]:
+    """Per source: messages, sessions, files and the covered time span (epoch ms) of `owner`'s transcripts."""
+    rows = r.rows(
+        "SELECT source, COUNT(*) AS messages, COUNT(DISTINCT session_id) AS sessions, MIN(at) AS first_at, "
+        "MAX(at) AS last_at FROM transcript_messages WHERE owner = :o GROUP BY source ORDER BY source",
+        {"o": owner},
+    )
+    files = dict(
+        r.tuples("SELECT source, COUNT(*) FROM transcript_files WHERE owner = :o GROUP BY source", {"o": owner})
+    )
+    by_source = {row["source"]: dict(row) | {"files": int(files.get(row["source"], 0))} for row in rows}
+    for source, count in files.items():
+        by_source.setdefault(
+            source,
+            {"source": source, "messages": 0, "sessions": 0, "first_at": None, "last_at": None, "files": int(count)},
+        )
+    return [by_source[s] for s in sorted(by_source)]
