@@ -9,6 +9,7 @@ session starts as if threadloom were not there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -53,8 +54,13 @@ def main(argv: list[str]) -> int:
         print(f"threadloom hook: unexpected {type(exc).__name__}: {exc} (nothing injected)", file=sys.stderr)
         return 0
     if out:
-        sys.stdout.write(out + "\n")
-        sys.stdout.flush()
+        try:
+            sys.stdout.write(out + "\n")
+            sys.stdout.flush()
+        except OSError as exc:  # the client stopped reading (it gave up on the hook): its session goes on
+            print(f"threadloom hook: could not write the brief: {exc}", file=sys.stderr)
+            with contextlib.suppress(OSError):  # so that the interpreter's own flush at exit stays quiet
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
     return 0
 
 
