@@ -16,7 +16,6 @@ from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound, StoreBusy, StoreFull
 from threadloom.identity import Provenance
 from threadloom.memory import scoring
-from threadloom.memory.conflicts import conflict_reason
 from threadloom.memory.model import (
     ACYCLIC_TYPES,
     MAX_CORE_CHARS,
@@ -99,8 +98,7 @@ class MemoryService:
         conflicts = tuple(
             Conflict(c.ref, c.content, reason, c.similarity)
             for c in candidates
-            if c.similarity >= self._similar.conflict_floor(c.measure)
-            for reason in [conflict_reason(new.content, c.content)]
+            for reason in [self._similar.conflict(new.content, c)]
             if reason is not None
         )
         conflicting = {c.id for c in conflicts}

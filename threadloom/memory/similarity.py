@@ -1,5 +1,5 @@
 """How alike a new memory is to stored ones: cosine of embeddings when both have one, otherwise
-the overlap of their words. Auto-linking and conflict hints both start here.
+the overlap of their words. Auto-linking and conflict hints (`conflicts.py`) both start here.
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
+from threadloom.memory.conflicts import conflict_hint
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters
 from threadloom.search.query import STOPWORDS
@@ -18,10 +19,9 @@ if TYPE_CHECKING:
     from threadloom.search.embedder import Matrix
 
 _WORD: Final = re.compile(r"[^\W_]+", re.UNICODE)
-# Word overlap (Jaccard of content words) that counts without a model. Restatements of one fact
+# Word overlap (Jaccard of content words) that links without a model: restatements of one fact
 # share about half their content words; merely related statements, a third.
 WORDS_LINK_FLOOR: Final = 0.5
-WORDS_CONFLICT_FLOOR: Final = 0.3
 QUERY_TERMS: Final = 8  # a restatement shares its rarest words; scoring all of a long text's words costs a lot
 
 
@@ -64,10 +64,12 @@ class SimilarityFinder:
             return WORDS_LINK_FLOOR
         return link_floor(self._engine.embedder.dense_floor)
 
-    def conflict_floor(self, measure: str) -> float:
-        if measure == "words" or self._engine.embedder is None:
-            return WORDS_CONFLICT_FLOOR
-        return self._engine.embedder.dense_floor
+    def conflict(self, content: str, candidate: Similar) -> str | None:
+        """Why `content` may correct or contradict a similar memory, or None (`conflicts.py`)."""
+        embedder = self._engine.embedder
+        measure = candidate.measure if embedder is not None else "words"
+        recall_floor = embedder.dense_floor if embedder is not None else 0.0
+        return conflict_hint(content, candidate.content, candidate.similarity, measure, recall_floor)
 
     def similar(self, content: str, vector: Matrix | None, filters: Filters, scan: int) -> list[Similar]:
         """The `scan` best search hits for `content`, each with its similarity, most similar first."""
