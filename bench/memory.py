@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +46,7 @@ from threadloom.store import memories as mem_store
 from threadloom.store.base import Writer
 from threadloom.store.sqlite import open_store
 
-PROV = Provenance(session_id="bench", vendor="other", project="/bench", user="bench")
+PROV = Provenance(session_id="bench", vendor="other", project=None, user="bench")  # project: a folder per run
 ROOT = Path(__file__).resolve().parents[1]
 BULK_ABOVE = 20_000  # larger sizes are bulk-loaded, then the last `--measured-stores` go through the service
 
@@ -75,9 +76,16 @@ def bare_inserts(folder: Path, rows: list[dict[str, object]]) -> list[float]:
     return times
 
 
-def cold_start(home: Path, query: str) -> float:
-    """Seconds for a fresh `threadloom memory recall` process, from spawn to answer."""
-    env = os.environ | {"THREADLOOM_HOME": str(home), "THREADLOOM_EMBEDDER": "none", "THREADLOOM_ROOT": "/bench"}
+def cold_start(home: Path, query: str, prov: Provenance) -> float:
+    """Seconds for a fresh `threadloom memory recall` process, from spawn to answer, as the user who stored
+    the memories, in their project's folder (a root that does not exist is refused)."""
+    assert prov.project is not None and Path(prov.project).is_dir()
+    env = os.environ | {
+        "THREADLOOM_HOME": str(home),
+        "THREADLOOM_EMBEDDER": "none",
+        "THREADLOOM_ROOT": prov.project,
+        "THREADLOOM_USER": prov.user,
+    }
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "threadloom", "memory", "recall", query, "--read-only", "-k", "10"],
@@ -92,7 +100,7 @@ def cold_start(home: Path, query: str) -> float:
     return elapsed
 
 
-def bulk_insert(w: Writer, rows: list[dict[str, object]]) -> None:
+def bulk_insert(w: Writer, rows: list[dict[str, object]], prov: Provenance) -> None:
     """Rows straight into the tables, without the service's similarity search: only to reach a size."""
     now = now_ms()
     for row in rows:
@@ -100,9 +108,9 @@ def bulk_insert(w: Writer, rows: list[dict[str, object]]) -> None:
         memory_id = new_memory_id()
         values = {
             "id": memory_id, "content": new.content, "summary": None, "category": new.category, "kind": "fact",
-            "entities": json.dumps(list(new.entities)), "project": PROV.project, "visibility": "private",
+            "entities": json.dumps(list(new.entities)), "project": prov.project, "visibility": "private",
             "owner": "bench", "org": "bench", "status": "active", "pinned": 0, "core_key": None, "core_priority": None,
-            "session_id": PROV.session_id, "vendor": PROV.vendor, "origin": PROV.origin,
+            "session_id": prov.session_id, "vendor": prov.vendor, "origin": prov.origin,
             "content_hash": content_digest(new.content), "idempotency_key": None, "created_at": now,
             "valid_from": now, "decay_score": 0.15,
         }  # fmt: skip
@@ -117,6 +125,9 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
     asked = list(queries(n_queries))
     with tempfile.TemporaryDirectory(prefix="tlmem") as tmp:
         home = Path(tmp)
+        project = home / "project"
+        project.mkdir()
+        prov = replace(PROV, project=str(project.resolve()))
         db = home / "threadloom.db"
         store = open_store(db)
         embedder = None
@@ -132,7 +143,7 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
         started_bulk = time.perf_counter()
         for start in range(0, bulk, 5_000):
             part = rows[start : min(start + 5_000, bulk)]
-            store.write(lambda w, part=part: bulk_insert(w, part))
+            store.write(lambda w, part=part: bulk_insert(w, part, prov))
         if bulk and embedder is not None:
             engine.embed_pending()  # the bulk rows get their vectors as the background job would give them
         bulk_s = time.perf_counter() - started_bulk
@@ -141,7 +152,7 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
         for row in rows[bulk:]:
             new = NewMemory(content=str(row["content"]), category=str(row["category"]), entities=tuple(row["entities"]))  # type: ignore[arg-type]
             started = time.perf_counter()
-            service.store(new, PROV)
+            service.store(new, prov)
             store_times.append(time.perf_counter() - started)
         fill_s = time.perf_counter() - started_fill
         bare = bare_inserts(home, rows[: min(n, 5_000)])
@@ -149,7 +160,7 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
         for i, q in enumerate(asked):
             for read_only in (False, True) if i % 2 else (True, False):
                 started = time.perf_counter()
-                recall.recall(q, PROV, k=10, read_only=read_only)
+                recall.recall(q, prov, k=10, read_only=read_only)
                 (read_only_times if read_only else recall_times).append(time.perf_counter() - started)
             terms = analyse(q).terms
             started = time.perf_counter()
@@ -161,7 +172,7 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
         peak = peak_rss_mb()
         store.close()  # the last connection out checkpoints the WAL into the file
         size = disk_mb(db)
-        cold = [cold_start(home, asked[i]) for i in range(3)]
+        cold = [cold_start(home, asked[i], prov) for i in range(3)]
     return {
         "n": n,
         "store_ms_p50": statistics.median(store_times) * 1000,

@@ -60,7 +60,10 @@ class MemoryScope:
     categories: tuple[str, ...] = ()
     entity: str | None = None
     include_superseded: bool = True
-    as_of: int | None = None  # held true then: valid at that time and already stored
+    # Bi-temporal (store/visibility.py, memory/corrections.py): what held then as known now (valid then,
+    # whenever recorded, so a late correction with an earlier valid_from counts), or what was believed
+    # then (stored by then) and superseded only later. Other kinds never meet it.
+    as_of: int | None = None
     created_since: int | None = None
     active_since: int | None = None  # last stored, recalled or reactivated since
     pinned_or_core: bool = False
@@ -77,7 +80,9 @@ class Filters:
     statuses: tuple[str, ...] = ()
     since: int | None = None  # occurred_at (or created_at when unknown) >= since, epoch ms
     until: int | None = None  # ... < until
-    memory: MemoryScope | None = None  # restricts to memories, by their own columns
+    # Memories by their own columns, and who sees each kind: other kinds in `kinds` (notes, thread
+    # summaries, quotes) pass by their own visibility rule, and never a memory-only condition.
+    memory: MemoryScope | None = None
 
     def __post_init__(self) -> None:
         unknown = [k for k in self.kinds if k not in KINDS]
