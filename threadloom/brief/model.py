@@ -41,14 +41,15 @@ class Item:
 @dataclass(frozen=True)
 class Section:
     """A slot's part of the brief. `fenced` items are stored content, shown as data (fence.py); `notes` are
-    threadloom's own lines (caveats), shown after the items; `get_with` is the call that gives it whole."""
+    threadloom's own lines (caveats), shown after the items, `lead` one above them; `get_with` is the call
+    that gives it whole."""
 
     title: str
     items: tuple[Item, ...]
     get_with: str
     fenced: bool = True
     notes: tuple[str, ...] = ()
-    block: bool = False  # the items are multi-line text (a thread context), quoted line by line
+    lead: str = ""  # threadloom's line above the items (the now table's header)
 
 
 @dataclass(frozen=True)

@@ -137,9 +137,8 @@ def _section_lines(part: _Part) -> list[str]:
     section = part.section
     lines = [f"## {section.title}" + (f" · {section.get_with}" if section.get_with else "")]
     body = [item.text for item in part.kept]
-    if section.notes and not section.fenced and part.slot.name == "now":
-        lines.append(section.notes[0])  # the table's header goes above its rows
-        return lines + body
+    if section.lead:
+        lines.append(section.lead)
     if body:
         lines += fence.fenced(body) if section.fenced else body
     lines += [f"! {note}" for note in section.notes]

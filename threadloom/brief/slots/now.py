@@ -13,7 +13,7 @@ def build(ask: Ask) -> Section:
         items=tuple(Item(row) for row in rows),
         get_with='brief(scope="now")',
         fenced=False,
-        notes=(head,),
+        lead=head,
     )
 
 

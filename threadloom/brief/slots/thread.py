@@ -24,7 +24,6 @@ def build(ask: Ask) -> Section:
         items=(Item(quoted(context.text), f"thread:{active}@{digest}"),),
         get_with="thread_context()",
         notes=tuple(one_line(c, 400) for c in context.caveats),
-        block=True,
     )
 
 
