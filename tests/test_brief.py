@@ -15,6 +15,8 @@ import pytest
 
 from threadloom import tokens
 from threadloom.brief import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, fence, now, render_brief, render_now, slots
+from threadloom.brief import render as render
+from threadloom.brief.model import Ask, Item, Section, Slot
 from threadloom.brief.slots import registry
 from threadloom.clock import instant, now_ms
 from threadloom.config import Settings
@@ -269,3 +271,21 @@ def test_a_date_from_the_table_works_as_memory_recall_as_of(world: World) -> Non
     assert stored.memory.id not in [
         m["id"] for m in runtime.recall.recall("release train", alice, as_of=before)["memories"]
     ]
+
+
+def test_a_new_slot_shows_and_a_failing_one_costs_only_its_own_part(
+    world: World, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def style(ask: Ask) -> Section:
+        return Section("style", (Item(f"- {ask.provenance.user} likes tabs", "style:tabs"),), "memory_core()")
+
+    def broken(ask: Ask) -> Section:
+        raise ZeroDivisionError
+
+    added = (Slot("style", 20, style, order=80), Slot("broken", 10, broken, order=90))
+    monkeypatch.setattr(render, "registry", lambda: (*registry(), *added))
+    text = render_brief(world.runtime, world.alice).text
+    assert "## style · memory_core()\n⟪data⟫\n- alice likes tabs\n⟪/data⟫" in text
+    assert "## broken\n! unavailable: ZeroDivisionError (logged)" in text and "## core memory" in text
+    small = render_brief(world.runtime, world.alice, budget=700).text
+    assert "- style (1" in small and "## core memory" in small  # priority 20 goes before priority 90
