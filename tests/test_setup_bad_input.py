@@ -216,3 +216,12 @@ def test_a_file_that_is_not_utf8_is_refused(home: Path) -> None:
     (home / ".gemini" / "settings.json").write_bytes(b'{"theme": "\xff"}')
     with pytest.raises(InvalidInput, match=r"settings\.json: it is not UTF-8"):
         run_setup(home, "gemini")
+
+
+def test_undo_dry_run_shows_the_diffs_and_changes_nothing(home: Path) -> None:
+    run_setup(home, "gemini")
+    written = tree(home)
+    report = undo({"gemini"}, Manifest(home / ".threadloom"), dry_run=True)
+    assert {r.status for r in report.rows} == {"would change"}
+    assert any(f"--- {home / '.gemini' / 'settings.json'}" in d and '-    "threadloom": {' in d for d in report.diffs)
+    assert tree(home) == written

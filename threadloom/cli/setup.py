@@ -64,7 +64,7 @@ def setup(
             if project:
                 repo = Repository(project_root(os.environ, [], os.getcwd())).root
             ctx = Context(Path.home(), _executable(), dict(os.environ), repo)
-            names = list(dict.fromkeys(client)) if client else [n for n, c in CLIENTS.items() if c.present(ctx, None)]
+            names = list(dict.fromkeys(client)) if client else [n for n, c in CLIENTS.items() if c.present(ctx)]
             if not names:
                 typer.echo("No agent CLI found (none on PATH, no config folder); name one with --client.")
                 raise typer.Exit(0)

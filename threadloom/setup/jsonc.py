@@ -125,7 +125,8 @@ class _Parser:
             self.pos = end
             return Node("object" if ch == "{" else "array", start, end, text, lazy=True, scalar=whole)
         if ch == '"':
-            return Node("scalar", start, self._end_after_string(), scalar=self.last_string)
+            string = self.string()
+            return Node("scalar", start, self.pos, scalar=string)
         for word, literal in _LITERALS.items():
             if text.startswith(word, start):
                 self.pos = start + len(word)
@@ -136,14 +137,14 @@ class _Parser:
             return Node("scalar", start, self.pos, scalar=json.loads(number.group()))
         raise self.fail(f"unexpected {ch!r}")
 
-    last_string: str = ""
-
-    def _end_after_string(self) -> int:
+    def string(self) -> str:
+        """The string that opens at `pos` (moving past it), decoded as json does."""
         try:
-            self.last_string, self.pos = json.decoder.scanstring(self.text, self.pos + 1)  # type: ignore[attr-defined]
+            string: str
+            string, self.pos = json.decoder.scanstring(self.text, self.pos + 1)  # type: ignore[attr-defined]
         except json.JSONDecodeError:
             raise self.fail("a broken string") from None
-        return self.pos
+        return string
 
     def container(self, start: int, close: str, *, object_: bool) -> Node:
         node = Node("object" if object_ else "array", start, start, self.text)
@@ -161,8 +162,7 @@ class _Parser:
                 if not self.text.startswith('"', self.pos):
                     raise self.fail("expected a quoted key")
                 key_start = self.pos
-                self._end_after_string()
-                key = self.last_string
+                key = self.string()
                 self.skip()
                 if not self.text.startswith(":", self.pos):
                     raise self.fail("expected ':'")

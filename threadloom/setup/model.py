@@ -86,7 +86,7 @@ class Client:
     folders: Callable[[Context], list[Path]]  # any of them existing means the client is configured
     plan: Callable[[Context], Plan]
 
-    def present(self, ctx: Context, path: str | None) -> bool:
-        if any(shutil.which(b, path=path) for b in self.binaries):
+    def present(self, ctx: Context) -> bool:
+        if any(shutil.which(b, path=ctx.env.get("PATH")) for b in self.binaries):
             return True
         return any(folder.exists() for folder in self.folders(ctx))
