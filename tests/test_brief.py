@@ -288,4 +288,4 @@ def test_a_new_slot_shows_and_a_failing_one_costs_only_its_own_part(
     assert "## style · memory_core()\n⟪data⟫\n- alice likes tabs\n⟪/data⟫" in text
     assert "## broken\n! unavailable: ZeroDivisionError (logged)" in text and "## core memory" in text
     small = render_brief(world.runtime, world.alice, budget=700).text
-    assert "- style (1" in small and "## core memory" in small  # priority 20 goes before priority 90
+    assert "## core memory" in small and "- lessons (1" in small  # priority 90 stays, 30 goes
