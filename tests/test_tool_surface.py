@@ -127,6 +127,22 @@ async def test_reading_another_threads_context_does_not_switch_to_it(home: Path,
     assert moved["threads"][0] == child["id"]  # thread_status active is the switch
 
 
+async def test_moving_to_a_teammates_thread_rewrites_nothing_of_it(home: Path, tmp_path: Path) -> None:
+    def session(author: str) -> Any:
+        env = {"THREADLOOM_ROOT": str(tmp_path), "THREADLOOM_AUTHOR": author, "THREADLOOM_SESSION_ID": author}
+        return serve_params(home, "--in-process", **env)
+
+    async with Client(session("alice"), mode="legacy") as alice:
+        await alice.call_tool("thread_project", {"action": "create", "title": "Team", "mode": "team"})
+        hers = structured(await alice.call_tool("thread_create", {"title": "alice work"}))
+    async with Client(session("bob"), mode="legacy") as bob:
+        moved = await bob.call_tool("thread_status", {"status": "active", "thread_id": hers["id"]})
+        context = structured(await bob.call_tool("thread_context", {}))
+        reopened = await bob.call_tool("thread_status", {"status": "active", "thread_id": hers["id"], "reason": "x"})
+    assert not moved.is_error and context["threads"][0] == hers["id"]
+    assert reopened.is_error and "only the author" in structured(reopened)["error"]  # a change is still hers to make
+
+
 def _required(tool: dict[str, Any]) -> dict[str, Any]:
     schema = tool["inputSchema"]
     return {name: "probe" for name in schema.get("required", [])}
@@ -149,7 +165,7 @@ async def test_every_time_argument_takes_iso_dates_datetimes_and_epoch_ms(home: 
             ("memory_search", "active_since"),
         }
         for tool, name in timed:
-            for good in ("2026-11-01", "2026-11-01T09:30:00+02:00", "2026-11-01T09:30Z", 1_793_491_200_000):
+            for good in ("2026-11-01", "2026-11-01T09:30:00+02:00", "2026-11-01T09:30Z", 1_793_491_200_000, 1.7935e12):
                 result = await client.call_tool(tool["name"], _required(tool) | {name: good})
                 assert not result.is_error, (tool["name"], name, good, result.structured_content)
             for bad, said in (("last week", "ISO 8601"), ("yesterday", "ISO 8601"), (1.5, "ISO 8601"), (True, "")):

@@ -182,10 +182,13 @@ async def thread_status(
     thread). Call done when a topic is finished.
     """
     runtime, prov = await caller(ctx)
-    thread = await runtime.call(runtime.threads.set_status, prov, status, reason, thread_id)
-    if status == "active" and thread_id is not None:
+    if status == "active" and thread_id is not None:  # a switch; an active thread (a teammate's too) is not rewritten
+        thread = await runtime.call(runtime.threads.thread, prov, thread_id)
+        if thread.status != "active" or reason:
+            thread = await runtime.call(runtime.threads.set_status, prov, status, reason, thread_id)
         await runtime.call(runtime.threads.switch, prov, thread.id, 100)
-    return _brief(thread)
+        return _brief(thread)
+    return _brief(await runtime.call(runtime.threads.set_status, prov, status, reason, thread_id))
 
 
 async def thread_project(

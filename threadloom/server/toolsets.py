@@ -57,6 +57,8 @@ _TIME_HINT: Final = 'copy a value from the brief\'s "now" table (brief(scope="no
 
 def _time(value: object, info: ValidationInfo) -> int | None:
     name = info.field_name or "time"
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # a JavaScript client may send 1793491200000 as 1793491200000.0
     if value is not None and (isinstance(value, bool) or not isinstance(value, int | str)):
         raise InvalidInput(f"{name}: a time is an ISO 8601 date or date-time, or epoch milliseconds; {_TIME_HINT}")
     try:
