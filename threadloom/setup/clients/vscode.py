@@ -3,8 +3,10 @@
 - MCP: `servers.<name>` with `type: "stdio"`, `command`, `args` in the user profile's `mcp.json`
   (`~/.config/Code/User/` on Linux, `~/Library/Application Support/Code/User/` on macOS), or
   `.vscode/mcp.json` in the workspace (https://code.visualstudio.com/docs/copilot/customization/mcp-servers).
-- Hooks: VS Code's agent hooks are a preview whose format and locations are still changing
-  (https://code.visualstudio.com/docs/copilot/customization/hooks); none is written.
+- Hooks: VS Code's agent hooks (a preview) take user hook files from `~/.copilot/hooks/`, the folder
+  Copilot CLI reads its own from, in another format (PascalCase events, `command` rather than `bash`)
+  (https://code.visualstudio.com/docs/copilot/customization/hooks). A file there would be read by both,
+  so none is written for VS Code; `--client copilot` writes Copilot CLI's.
 - Instructions: `.github/copilot-instructions.md` in the workspace
   (https://code.visualstudio.com/docs/copilot/customization/custom-instructions); VS Code has no
   user-level instructions file, so with user scope none is written.
@@ -33,7 +35,8 @@ def folders(ctx: Context) -> list[Path]:
 
 def plan(ctx: Context) -> Plan:
     server = JsonEntry(NAME, ("servers", "threadloom"), ctx.server(type="stdio"))
-    skips = [Skip(NAME, "hooks", "VS Code's agent hooks are a preview; setup does not write them yet")]
+    why = "VS Code's preview hooks share ~/.copilot/hooks with Copilot CLI's, in another format"
+    skips = [Skip(NAME, "hooks", why)]
     if ctx.repo is not None:
         return Plan(
             [
