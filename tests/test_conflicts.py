@@ -137,3 +137,11 @@ async def test_reworded_corrections_get_hints_through_mcp_and_restatements_do_no
         assert list(await hints(client, "We switched Python formatting from Black to ruff format.")) == [held["format"]]
         moved = await hints(client, "The search indexer is maintained by Dave now; Carol moved to the mobile team.")
         assert held["maintains"] in moved
+
+
+def test_a_long_memory_costs_a_bounded_match_and_a_short_reason() -> None:
+    old = " ".join(f"v1.{i} Host{i}" for i in range(3000))  # 20,000+ characters of values each side
+    new = " ".join(f"v2.{i} Port{i}" for i in range(3000))
+    reason = reworded_conflict(new, old, 0.99, E5_FLOOR)
+    assert reason is not None and reason.count(",") <= 6 and "and 60 more" in reason
+    assert reworded_conflict("", "", 0.99, E5_FLOOR) is None

@@ -130,6 +130,8 @@ CHANGE_MARKERS: Final = (
     "banned",
     "reverted",
 )
+MAX_VALUES: Final = 64
+MAX_VALUE_CHARS: Final = 80
 # Words too common in coding memories to show that two speak of the same subject.
 _GENERIC: Final = frozenset("now new old run runs use uses used using instead since every last week".split())  # noqa: SIM905
 _MARKER: Final = re.compile(r"\b(" + "|".join(re.escape(m) for m in CHANGE_MARKERS) + r")\b")
@@ -173,11 +175,16 @@ class Cues:
 
 def values(text: str) -> list[str]:
     """What a fact's value may be: numbers (also spelled out), versions, ports, paths, hosts, and names
-    (a capital letter not at a sentence's start), lower-cased, in order."""
+    (a capital letter not at a sentence's start), lower-cased, in order: the first MAX_VALUES of at most
+    MAX_VALUE_CHARS each (a hint is about a fact, and a long memory must not cost a pairwise match)."""
     starts = {0} | {m.end() for m in _SENTENCE_BREAK.finditer(text)}
-    found = []
+    found: list[str] = []
     for m in _VALUE_TOKEN.finditer(text):
         token = m.group().rstrip(".:")
+        if len(found) >= MAX_VALUES:
+            break
+        if len(token) > MAX_VALUE_CHARS:
+            continue
         lower = token.lower()
         named = (m.start() not in starts and token[0].isupper()) or (token.isupper() and len(token) > 1)
         if lower in _NUMBER_WORDS:
@@ -198,13 +205,13 @@ def _unmatched(these: list[str], others: list[str]) -> tuple[str, ...]:
 
 
 def _subject(text: str) -> set[str]:
+    """Its subject words as stems: a word, or its first 5 letters (deploy, deployed; service is not server)."""
     words = {w for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOPWORDS and w not in _GENERIC}
-    return words - set(_MARKER.findall(text.lower()))
+    return {w[:5] for w in words - set(_MARKER.findall(text.lower()))}
 
 
-def _same_word(a: str, b: str) -> bool:
-    """One word or two of one stem (5 letters in common: deploy, deployed; service is not server)."""
-    return a == b or (min(len(a), len(b)) >= 5 and a[:5] == b[:5])
+def _listed(found: tuple[str, ...], shown: int = 4) -> str:
+    return ", ".join(found[:shown]) + (f" and {len(found) - shown} more" if len(found) > shown else "")
 
 
 def _negated(text: str) -> bool:
@@ -215,8 +222,7 @@ def cues(new: str, old: str) -> Cues:
     new_values, old_values = values(new), values(old)
     old_markers = set(_MARKER.findall(old.lower()))
     marker = next((m for m in _MARKER.findall(new.lower()) if m not in old_markers), None)
-    old_subject = _subject(old)
-    shared = any(_same_word(w, o) for w in _subject(new) for o in old_subject)
+    shared = bool(_subject(new) & _subject(old))
     gone, came = _unmatched(old_values, new_values), _unmatched(new_values, old_values)
     return Cues(
         gone=gone,
@@ -234,7 +240,7 @@ def reworded_conflict(
     if cosine < recall_floor:
         return None
     found = cues(new, old)
-    change = f": {', '.join(found.gone)} -> {', '.join(found.came)}" if found.changed_value else ""
+    change = f": {_listed(found.gone)} -> {_listed(found.came)}" if found.changed_value else ""
     if cosine >= floors.cosine(floors.value, recall_floor):
         if found.changed_value:
             return f"a changed value{change}" + (f" (says {found.marker!r})" if found.marker else "")
