@@ -101,3 +101,6 @@ def test_huge_empty_and_hostile_inputs_are_scrubbed() -> None:
     assert scrub(line).text == line
     opened = "-----BEGIN PRIVATE KEY-----\n" * 20_000  # openings without an end, each looking ahead
     assert scrub(opened).text == "[secret:private-key]\n" * 20_000
+    # A run of a token's prefix: tried once per run, not once per position (each try scans the run).
+    for run in ("eyJ" * 30_000, "ghp_" * 30_000, "sk-" * 30_000, "AKIA" * 30_000, "xoxb-" * 30_000):
+        assert scrub(run).text == run

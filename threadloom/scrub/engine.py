@@ -7,13 +7,21 @@ stays: the name it was assigned to, the quotes, the URL without its password.
 
 from __future__ import annotations
 
+import bisect
 import string
 from dataclasses import dataclass
 from typing import Final
 
 from threadloom.scrub import generic
 from threadloom.scrub.generic import Found
-from threadloom.scrub.vendors import PRIVATE_KEY_BEGIN, TOKEN_CHARS, VENDOR_RULES, Rule, private_key_end
+from threadloom.scrub.vendors import (
+    PRIVATE_KEY_BEGIN,
+    PRIVATE_KEY_END,
+    TOKEN_CHARS,
+    VENDOR_RULES,
+    Rule,
+    private_key_end,
+)
 
 PLACEHOLDER: Final = "[secret:{}]"
 
@@ -45,22 +53,39 @@ def _present(rule: Rule, text: str, lower: str) -> bool:
     return any(needle in haystack for needle in rule.needles)
 
 
-def _vendor_matches(rule: Rule, text: str) -> list[Found]:
-    has_group = "s" in rule.pattern.groupindex
-    found = []
-    for m in rule.pattern.finditer(text):
-        start, end = m.span("s") if has_group else (m.start() - rule.back, m.end())
-        if not (rule.bounded and start > 0 and text[start - 1] in TOKEN_CHARS):
-            found.append(Found(start, end, rule.kind))
+def _token_matches(rule: Rule, text: str) -> list[Found]:
+    """A bounded rule is tried only where its prefix stands at the start of a word: inside a run of
+    token characters ("eyJeyJeyJ...") no attempt is made, so a hostile text costs one pass, not one
+    scan of the run per position."""
+    prefix, found, at = rule.needles[0], [], text.find(rule.needles[0])
+    while at != -1:
+        m = rule.pattern.match(text, at) if at == 0 or text[at - 1] not in TOKEN_CHARS else None
+        if m is not None:
+            found.append(Found(m.start(), m.end(), rule.kind))
+        at = text.find(prefix, m.end() if m is not None else at + 1)
     return found
 
 
+def _vendor_matches(rule: Rule, text: str) -> list[Found]:
+    if rule.bounded:
+        return _token_matches(rule, text)
+    has_group = "s" in rule.pattern.groupindex
+    return [
+        Found(*(m.span("s") if has_group else (m.start() - rule.back, m.end())), rule.kind)
+        for m in rule.pattern.finditer(text)
+    ]
+
+
 def _private_keys(text: str) -> list[Found]:
+    ends = [m.start() for m in PRIVATE_KEY_END.finditer(text)]
     found: list[Found] = []
     for begin in PRIVATE_KEY_BEGIN.finditer(text):
         if found and begin.start() < found[-1].end:
             continue  # inside the block before
-        found.append(Found(begin.start(), private_key_end(text, begin), "private-key"))
+        following = ends[bisect.bisect_left(ends, begin.end()) :][:1]
+        found.append(
+            Found(begin.start(), private_key_end(text, begin, following[0] if following else -1), "private-key")
+        )
     return found
 
 

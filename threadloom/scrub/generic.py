@@ -91,6 +91,8 @@ METADATA_WORDS: Final = frozenset(
 HARMLESS_WORDS: Final = frozenset({"public", "publishable", "pub", "tokens", "tokenizer", "author", "keys"})
 
 _WORDS: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
+# Words (capitalised, lower or upper case, of 2+ letters), numbers and separators, and nothing else.
+_MADE_OF_WORDS: Final = re.compile(r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}|[A-Za-z]?\d+|[:/._@-])+")
 _NAME_END: Final = re.compile(r"[\"'\s=:?]")
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
@@ -148,8 +150,10 @@ def entropy(value: str) -> float:
 
 
 def looks_random(value: str) -> bool:
-    """A token's body: 16+ characters without spaces, at least two of lower/upper/digits, ~3 bits a character."""
-    if len(value) < 16 or any(ch.isspace() for ch in value):
+    """A token's body: 16+ characters without spaces, at least two of lower/upper/digits, ~3 bits a
+    character, and not made of words (`getUserProfile`, `user:42:profile`, `uploads/2026/IMG_1.JPG`),
+    which a random string almost never is."""
+    if len(value) < 16 or any(ch.isspace() for ch in value) or _MADE_OF_WORDS.fullmatch(value):
         return False
     classes = any(c.islower() for c in value) + any(c.isupper() for c in value) + any(c.isdigit() for c in value)
     return classes >= 2 and entropy(value) >= 3.0
@@ -203,6 +207,8 @@ def _worth_scrubbing(kind: str, value: str) -> bool:
         return False
     if kind == "password":
         return len(value) >= 4
+    if kind == "secret" and len(value) >= 8 and not value.isalpha() and " " not in value:
+        return True  # a secret may be chosen by a person (MyAppSecret2026), not only generated
     return looks_random(value)
 
 
@@ -283,7 +289,7 @@ def find(text: str, lower: str) -> list[Found]:
     found = url_passwords(text) if "://" in text else []
     if "--" in text:
         found += cli_flags(text)
-    hits = _keyword_hits(lower)
+    hits = [(p, k) for p, k in _keyword_hits(lower) if not text.startswith("[secret:", p - 1)]  # a placeholder
     if hits:
         found += auth_headers(text, [p for p, k in hits if k in ("auth", "bearer")])
         found += near_names(text, [p for p, k in hits if k in _NEAR])

@@ -66,10 +66,9 @@ PRIVATE_KEY_BODY: Final = re.compile(r"(?:(?:\s|\\n)*(?:[A-Za-z0-9+/=]{16,}|[A-Z
 MAX_PRIVATE_KEY_CHARS: Final = 20_000
 
 
-def private_key_end(text: str, begin: re.Match[str]) -> int:
-    """Where the private key that `begin` opens ends."""
-    end = text.find("-----END", begin.end(), begin.end() + MAX_PRIVATE_KEY_CHARS)
-    closing = PRIVATE_KEY_END.match(text, end) if end != -1 else None
+def private_key_end(text: str, begin: re.Match[str], end: int) -> int:
+    """Where the private key that `begin` opens ends; `end`: where the next END line starts, or -1."""
+    closing = PRIVATE_KEY_END.match(text, end) if 0 <= end - begin.end() <= MAX_PRIVATE_KEY_CHARS else None
     if closing is not None:
         return closing.end()
     body = PRIVATE_KEY_BODY.match(text, begin.end())
@@ -77,12 +76,15 @@ def private_key_end(text: str, begin: re.Match[str]) -> int:
 
 
 VENDOR_RULES: Final = (
-    _rule("private-key", r"PuTTY-User-Key-File-\d: [\s\S]{0,20000}?Private-MAC: [0-9a-f]+", "PuTTY-User-Key-File"),
+    # A PuTTY key file's private part: its Private-Lines header and the base64 lines that follow.
+    _rule("private-key", r"Private-Lines: \d+(?:\r?\n[A-Za-z0-9+/=]+)+", "Private-Lines: "),
     # AI vendors. Anthropic before OpenAI: both begin with sk-.
     _token("anthropic-key", "sk-ant-", r"(?:api|admin|oat|ort)\d\d-[A-Za-z0-9_-]{20,}"),
-    _token("openai-key", "sk-", r"(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}"),
-    _token("openai-key", "sk-", r"[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}"),
-    _token("openai-key", "sk-", r"[A-Za-z0-9]{48}"),
+    _token(
+        "openai-key",
+        "sk-",
+        r"(?:(?:proj|svcacct|admin|None)-[A-Za-z0-9_-]{20,}|[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|[A-Za-z0-9]{48})",
+    ),
     _token("huggingface-token", "hf_", r"[A-Za-z]{34}"),
     _token("huggingface-token", "api_org_", r"[A-Za-z]{34}"),
     _token("groq-key", "gsk_", r"[A-Za-z0-9]{48,56}"),
@@ -99,7 +101,8 @@ VENDOR_RULES: Final = (
     _token("pypi-token", "pypi-AgE", r"[A-Za-z0-9_-]{50,1000}"),
     _token("docker-token", "dckr_", r"(?:pat|oat)_[A-Za-z0-9_-]{20,60}"),
     # Cloud providers.
-    _token("aws-access-key-id", "A", r"(?:KIA|SIA|BIA|CCA|3T[A-Z0-9])[A-Z2-7]{16}"),
+    *(_token("aws-access-key-id", prefix, r"[A-Z2-7]{16}") for prefix in ("AKIA", "ASIA", "ABIA", "ACCA")),
+    _token("aws-access-key-id", "A3T", r"[A-Z0-9][A-Z2-7]{16}"),
     _token("gcp-api-key", "AIza", r"[A-Za-z0-9_-]{35}"),
     _token("google-oauth-secret", "GOCSPX-", r"[A-Za-z0-9_-]{28}"),
     _token("google-oauth-token", "ya29.", r"[A-Za-z0-9_-]{20,}"),
