@@ -104,3 +104,5 @@ def test_huge_empty_and_hostile_inputs_are_scrubbed() -> None:
     # A run of a token's prefix: tried once per run, not once per position (each try scans the run).
     for run in ("eyJ" * 30_000, "ghp_" * 30_000, "sk-" * 30_000, "AKIA" * 30_000, "xoxb-" * 30_000):
         assert scrub(run).text == run
+    # A long run of letters that is not words after all: the word check must not try every split of it.
+    assert scrub("api_key=" + "a" * 80 + "B3!").text == "api_key=[secret:api-key]"

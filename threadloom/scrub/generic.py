@@ -92,7 +92,8 @@ HARMLESS_WORDS: Final = frozenset({"public", "publishable", "pub", "tokens", "to
 
 _WORDS: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # Words (capitalised, lower or upper case, of 2+ letters), numbers and separators, and nothing else.
-_MADE_OF_WORDS: Final = re.compile(r"(?:[A-Z]?[a-z]{2,}|[A-Z]{2,}|[A-Za-z]?\d+|[:/._@-])+")
+# Possessive, so that a failed match never tries the ways of splitting a run of letters (exponential).
+_MADE_OF_WORDS: Final = re.compile(r"(?:[A-Z]?+[a-z]{2,}+|[A-Z]{2,}+|[A-Za-z]?+\d++|[:/._@-])++")
 _NAME_END: Final = re.compile(r"[\"'\s=:?]")
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
