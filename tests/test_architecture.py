@@ -22,6 +22,7 @@ INNER = [
     "store",
     "memory",
     "search",
+    "ingest",
 ]
 SURFACE_MODULES = ("threadloom.server", "threadloom.cli", "threadloom.daemon", "threadloom.entry")
 SURFACE_LIBRARIES = ("mcp", "mcp_types", "typer", "rich", "starlette", "uvicorn")

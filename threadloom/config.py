@@ -102,6 +102,14 @@ class Settings(BaseSettings):
     scrub_secrets: bool = Field(
         True, description="Replace credentials with [secret:<kind>] before text is stored; false keeps it verbatim."
     )
+    ingest: bool = Field(True, description="Ingest agent CLIs' local transcripts (daemon, session end, CLI).")
+    ingest_interval: float = Field(
+        30.0, ge=0, description="Seconds between the daemon's transcript passes; 0: only at session end and by CLI."
+    )
+    ingest_exclude: str = Field(
+        "", description="Comma-separated folder globs whose transcripts are never stored (a folder excludes below it)."
+    )
+    ingest_children: bool = Field(True, description="Ingest the transcripts of agents threadloom spawned.")
 
     @property
     def layout(self) -> HomeLayout:

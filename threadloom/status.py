@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from threadloom import __version__
+from threadloom.ingest.report import transcript_status
 from threadloom.store.base import Reader, Store
 
 COUNTED_TABLES = ("sessions", "events", "documents")  # store-wide sizes: how big the file is, not whose rows
@@ -57,6 +58,10 @@ class StatusService:
 
         counts, open_sessions = self._store.read(q)
         return StoreStatus(self._store.location, self._store.schema_version(), counts, open_sessions)
+
+    def transcripts(self, user: str, enabled: bool) -> dict[str, Any]:
+        """`user`'s ingested transcripts: per source counts, the covered span, the alarms (ingest/report.py)."""
+        return transcript_status(self._store, user, enabled)
 
     def recent_events(self, user: str, limit: int) -> list[dict[str, Any]]:
         """The latest journal events of `user`'s own sessions (nobody reads another user's journal)."""

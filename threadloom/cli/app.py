@@ -100,6 +100,7 @@ def _register_groups() -> None:
     from threadloom.cli.daemon import daemon_app
     from threadloom.cli.doctor import doctor
     from threadloom.cli.http import http_app
+    from threadloom.cli.ingest import ingest_app
     from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
     from threadloom.cli.setup import setup
@@ -111,6 +112,7 @@ def _register_groups() -> None:
     app.add_typer(memory_app, name="memory")
     app.add_typer(thread_app, name="thread")
     app.add_typer(http_app, name="http")
+    app.add_typer(ingest_app, name="ingest")
     app.command()(doctor)
     app.command()(check)
     app.command()(reindex)

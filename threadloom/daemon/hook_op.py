@@ -15,6 +15,7 @@ from typing import Any, Final
 from threadloom.agents import VENDORS
 from threadloom.brief import render_brief
 from threadloom.clock import now_ms
+from threadloom.daemon.ingest_job import request_ingest
 from threadloom.errors import ThreadloomError
 from threadloom.identity import FOREGROUND, Identity, Provenance, detect_vendor, project_root
 from threadloom.runtime import Runtime
@@ -76,6 +77,8 @@ async def hook_op(runtime: Runtime, header: dict[str, Any]) -> dict[str, Any]:
             "cwd": cwd,
             **{k: _text(header, k) for k in ("source", "reason", "trigger", "transcript") if _text(header, k)},
         }
+        if env.get("THREADLOOM_PARENT_SESSION"):  # a spawned child's conversation (ingest may leave it out)
+            detail["spawned_by"] = env["THREADLOOM_PARENT_SESSION"]
         if event == "session-end" and linked is not None:
             detail["ended"] = await _end(runtime, linked)
         await runtime.call(runtime.sessions.record, prov, EVENT_KINDS[event], detail)
@@ -149,8 +152,9 @@ async def _end(runtime: Runtime, row: Row) -> bool:
 
 
 def transcript_ingest_point(runtime: Runtime, provenance: Provenance, transcript: object) -> None:
-    """Where issue 17 will start ingesting the ended session's transcript (its path is in the
-    `client.session_ended` event). Nothing is ingested yet: transcripts are not read today."""
+    """An immediate ingest pass over the ended session's client (daemon/ingest_job.py). The hook's
+    `transcript` path is not trusted: the pass reads only what the client's own folder holds."""
+    request_ingest(runtime, provenance.vendor)
 
 
 def _text(header: dict[str, Any], key: str) -> str | None:

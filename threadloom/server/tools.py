@@ -59,6 +59,9 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
         | {"embedder": runtime.embedder_state(), "vectors": await runtime.call(runtime.search.coverage)},
         "versions": versions(runtime.store),
         "unread_signals": await runtime.call(runtime.signals.unread_count, info.provenance()) if info else None,
+        "transcripts": await runtime.call(runtime.status.transcripts, info.user, runtime.settings.ingest)
+        if info
+        else None,
     } | (
         {"events": await runtime.call(runtime.status.recent_events, info.user, recent_events)}
         if recent_events and info is not None

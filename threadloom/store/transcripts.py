@@ -58,6 +58,14 @@ def file_cursors(r: Reader, owner: str, source: str) -> dict[str, str]:
     return {str(path): str(cursor) for path, cursor in rows}
 
 
+def files(r: Reader, owner: str, source: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """Path -> (cursor JSON, counters) of every file of `source` ingested for `owner`."""
+    rows = r.tuples(
+        "SELECT path, cursor, stats FROM transcript_files WHERE owner = :o AND source = :s", {"o": owner, "s": source}
+    )
+    return {str(path): (str(cursor), json.loads(stats)) for path, cursor, stats in rows}
+
+
 def save_file(
     w: Writer, owner: str, source: str, path: str, cursor: str, stats: dict[str, Any], problem: str | None, now: int
 ) -> None:
@@ -146,3 +154,23 @@ def coverage(r: Reader, owner: str) -> list[Row]:
             {"source": source, "messages": 0, "sessions": 0, "first_at": None, "last_at": None, "files": int(count)},
         )
     return [by_source[s] for s in sorted(by_source)]
+
+
+def spawned_client_sessions(r: Reader, since: int) -> set[str]:
+    """The agent CLIs' own session ids of threadloom's spawned children since `since`: the ids their hooks
+    reported (`client_session` in a `client.*` event) from inside a child (`spawned_by`, its hook saw
+    THREADLOOM_PARENT_SESSION) or for a threadloom session that has a parent."""
+    rows = r.tuples(
+        "SELECT e.detail FROM events e LEFT JOIN sessions s ON s.id = e.session_id WHERE e.kind LIKE 'client.%' "
+        "AND e.at >= :since AND (s.parent_id IS NOT NULL OR e.detail LIKE '%\"spawned_by\":%')",
+        {"since": since},
+    )
+    found: set[str] = set()
+    for (detail,) in rows:
+        try:
+            value = json.loads(detail).get("client_session")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(value, str) and value:
+            found.add(value)
+    return found

@@ -1,0 +1,90 @@
+"""A parsed transcript message as it is persisted: scrubbed, its project resolved, and its search document."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+
+from threadloom.errors import ThreadloomError
+from threadloom.identity import project_root
+from threadloom.scrub import Scrubber
+from threadloom.search.model import MAX_BODY_CHARS, Document
+from threadloom.store.transcripts import DOCUMENT_KIND, StoredMessage
+from threadloom.transcripts import Message, ToolUse
+
+_NO_ENV: Mapping[str, str] = {}
+
+
+class Projects:
+    """The repository root of a working directory (identity's rule), remembered per folder: a transcript
+    names the same few folders thousands of times. A folder that is gone stands for itself."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, str] = {}
+
+    def of(self, cwd: str | None) -> str | None:
+        if not cwd:
+            return None
+        found = self._known.get(cwd)
+        if found is None:
+            try:
+                found = str(project_root(_NO_ENV, [], cwd))
+            except (ThreadloomError, OSError, ValueError):
+                found = cwd
+            if len(self._known) < 10_000:
+                self._known[cwd] = found
+        return found
+
+
+def _tool(t: ToolUse, scrubber: Scrubber) -> dict[str, object]:
+    shown: dict[str, object] = {"name": t.name}
+    if t.args:
+        shown["args"] = scrubber.text(t.args)
+    if t.result is not None:
+        shown["result"] = scrubber.text(t.result)
+    if t.ok is not None:
+        shown["ok"] = t.ok
+    return shown
+
+
+def stored(m: Message, scrubber: Scrubber, project: str | None) -> StoredMessage:
+    tools = [_tool(t, scrubber) for t in m.tools]
+    return StoredMessage(
+        source=m.source,
+        session_id=m.session_id,
+        key=m.key,
+        role=m.role,
+        text=scrubber.text(m.text),
+        tools=json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else "[]",
+        at=m.epoch_ms,
+        cwd=m.cwd,
+        project=project,
+        model=m.model,
+        format=m.format,
+        path=m.path,
+        offset=m.offset,
+    )
+
+
+def document(row_id: int, m: StoredMessage) -> Document | None:
+    """The message's search document: its text, then one line per tool call; None when both are empty."""
+    body = m.text
+    if m.tools != "[]":
+        lines = []
+        for tool in json.loads(m.tools):
+            line = f"[{tool['name']}] {tool.get('args', '')}".rstrip()
+            if "result" in tool:
+                line += f" -> {tool['result']}"
+            lines.append(line)
+        body = "\n".join([body, *lines]) if body else "\n".join(lines)
+    if not body.strip():
+        return None
+    return Document(
+        kind=DOCUMENT_KIND,
+        ref=str(row_id),
+        body=body[:MAX_BODY_CHARS],
+        project=m.project,
+        thread=m.session_id,
+        source=m.role,
+        occurred_at=m.at,
+    )
