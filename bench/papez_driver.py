@@ -141,7 +141,7 @@ async def bench(args: argparse.Namespace) -> dict[str, Any]:
         embed_times.append(time.perf_counter() - started)
     recall_times, hits = [], []
     for q in asked:
-        elapsed, payload = await call(server, "memory_recall", {"query": q, "limit": 10})
+        elapsed, payload = await call(server, "memory_recall", {"query": q, "k": 10})
         recall_times.append(elapsed)
         hits.append(payload["count"])
     load_after = os.getloadavg()[0]
@@ -206,7 +206,7 @@ async def persisted(
         store_times.append(elapsed)
     saves_per_store = saves[0] / sample
     saves[0] = 0
-    recall_times = [(await call(server, "memory_recall", {"query": q, "limit": 10}))[0] for q in asked[:sample]]
+    recall_times = [(await call(server, "memory_recall", {"query": q, "k": 10}))[0] for q in asked[:sample]]
     json_mb = Path(path).stat().st_size / 1e6
     notes.append(
         f"bulk load ran with persistence off, then switched on (graph._persist_path) for --store-sample stores; "

@@ -109,7 +109,7 @@ async def corrections_rank_first(client: Client, embedded: bool) -> None:
             wrong.append(question)
     assert wrong == []
     for question in ("primary database", "which primary database do we use"):
-        ids = await recalled(client, question, k=20)  # the whole store: superseded ones are ranked down
+        ids = await recalled(client, question, limit=20)  # the whole store: superseded ones are ranked down
         assert ids[0] == chain[-1] and [i for i in ids if i in chain] == chain[::-1], question  # v3, v2, v1
 
 
