@@ -197,7 +197,7 @@ class Ingester:
                         self._store.write(partial(self._save_problem, f=f, result=result))
                     break
                 rows, excluded = self._prepare(result, state)
-                batch = partial(self._save_batch, f=f, result=result, rows=rows, pending=cut)
+                batch = partial(self._save_batch, f=f, result=result, rows=rows, pending=more)
                 added, revised = self._store.write(batch)
                 side.messages_added += added
                 side.messages_revised += revised
