@@ -94,6 +94,8 @@ _WORDS: Final = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+")
 # Words (capitalised, lower or upper case, of 2+ letters), numbers and separators, and nothing else.
 # Possessive, so that a failed match never tries the ways of splitting a run of letters (exponential).
 _MADE_OF_WORDS: Final = re.compile(r"(?:[A-Z]?+[a-z]{2,}+|[A-Z]{2,}+|[A-Za-z]?+\d++|[:/._@-])++")
+_ANNOTATION: Final = re.compile(r"[ \t]*=(?!=)")
+_PROSE_WORDS: Final = frozenset({"pass", "pwd", "auth", "key", "token", "secret", "credentials", "bearer"})
 _NAME_END: Final = re.compile(r"[\"'\s=:?]")
 _NAME_CHARS: Final = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 
@@ -220,10 +222,13 @@ def assignments(text: str, at: list[int]) -> list[Found]:
         if m is None:
             continue
         end = m.end()
-        kind = name_kind(_name_before(text, pos) + _NAME_END.split(m.group(), maxsplit=1)[0])
-        if kind is None:
+        name = _name_before(text, pos) + _NAME_END.split(m.group(), maxsplit=1)[0]
+        kind = name_kind(name)
+        if kind is None or _ANNOTATION.match(text, m.end()):  # `PASS_BYTES: Final = 64`: a type, not a value
             continue
         start, stop, value = _value_span(m)
+        if name.lower() in _PROSE_WORDS and value.isalpha():
+            continue  # "the maintenance pass: rescore", "a multi-batch pass: KEEP": prose, not a setting
         if _worth_scrubbing(kind, value):
             found.append(Found(start, stop, kind))
     return found
