@@ -79,6 +79,7 @@ class Runtime:
         # What every write path scrubs credentials with before it persists text (THREADLOOM_SCRUB_SECRETS).
         self.scrubber = Scrubber(self.settings.scrub_secrets)
         self.memory.scrubber = self.notes.scrubber = self.signals.scrubber = self.threads.scrubber = self.scrubber
+        self.spawner.scrubber = self.scrubber  # the command a task ran (a custom one may carry a key)
 
     @property
     def uptime_s(self) -> float:

@@ -25,6 +25,7 @@ from threadloom.coordination import admission, supervision, tournament
 from threadloom.coordination.admission import AdmissionRefused, Attempt, SpawnConfig
 from threadloom.errors import InvalidInput, NotFound, ThreadloomError
 from threadloom.identity import Provenance
+from threadloom.scrub import SCRUB, Scrubber
 from threadloom.sessions import record_event
 from threadloom.store.base import Store, Writer
 
@@ -60,6 +61,8 @@ class _Launch:
 
 
 class SpawnService:
+    scrubber: Scrubber = SCRUB  # open_runtime sets THREADLOOM_SCRUB_SECRETS's
+
     def __init__(self, store: Store, home: Path, config: SpawnConfig | None = None) -> None:
         self._store = store
         self._logs = home / "tasks"
@@ -135,8 +138,8 @@ class SpawnService:
                 "tournament, log_path, started_at) VALUES (:id, :parent, :owner, :role, :agent, :cwd, :cmd, "
                 "'starting', :timeout, :tournament, :log, :now)",
                 {"id": task_id, "parent": prov.session_id, "owner": prov.viewer().user, "role": role, "agent": agent,
-                 "cwd": str(cwd), "cmd": shlex.join(argv), "timeout": timeout_s, "tournament": tournament,
-                 "log": str(log_path), "now": now},
+                 "cwd": str(cwd), "cmd": self.scrubber.text(shlex.join(argv)), "timeout": timeout_s,
+                 "tournament": tournament, "log": str(log_path), "now": now},
             )  # fmt: skip
             record_event(w, prov, "task.spawned", {"id": task_id, "role": role, "agent": agent})
 
