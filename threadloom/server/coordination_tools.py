@@ -82,7 +82,7 @@ async def signal_inbox(
 ) -> dict[str, Any]:
     """Signals other sessions sent you, oldest first. Call it when the brief or a result shows unread
     signals; answer an ask with signal_send(kind="answer", reply_to=<id>). Your next call marks these
-    read.
+    read. Returns {unread: [{id, sender, kind, body, created_at}], read, unread_left}.
     """
     runtime, prov = await caller(ctx)
     conn = connection_of(ctx.request_context)

@@ -48,7 +48,7 @@ async def thread_context(
 ) -> dict[str, Any]:
     """Pick up your thread: its summary with its ancestors' decisions and constraints. Call it at the
     start or after the context was cleared; not to search (memory_recall). To move to another thread:
-    thread_status(status="active", thread_id=...).
+    thread_status(status="active", thread_id=...). Returns {context (Markdown), threads, tree, caveats}.
     """
     runtime, prov = await caller(ctx)
     budget = max_tokens or DEFAULT_MAX_TOKENS
