@@ -79,7 +79,7 @@ class ThreadloomServer(MCPServer[Any]):
         if request is not None:
             replayed = await self.runtime.call(requests.earlier, self.runtime.store, *astuple(request)[:3])
             if replayed is not None:
-                return _structured(replayed)
+                return _structured(iso_times(replayed))  # a result remembered before times were ISO, too
         token, scrubbed = requests.CURRENT.set(request), scrub.collect()  # what the call's writes scrubbed
         try:
             result = await super().call_tool(name, arguments, context)
