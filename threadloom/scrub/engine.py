@@ -48,9 +48,24 @@ def _lower(text: str) -> str:
     return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
 
 
-def _present(rule: Rule, text: str, lower: str) -> bool:
-    haystack = lower if rule.folded else text
-    return any(needle in haystack for needle in rule.needles)
+def _by_needle(folded: bool) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    needles = dict.fromkeys(n for r in VENDOR_RULES if r.folded == folded for n in r.needles)
+    return tuple(
+        (n, tuple(i for i, r in enumerate(VENDOR_RULES) if r.folded == folded and n in r.needles)) for n in needles
+    )
+
+
+# Each needle once, with the rules that need it: a short text (a transcript message) pays one substring
+# search per needle, not a call per rule.
+_CASED: Final = _by_needle(False)
+_FOLDED: Final = _by_needle(True)
+
+
+def _present(text: str, lower: str) -> list[Rule]:
+    """The rules one of whose needles the text holds, in their order."""
+    hits = {i for needle, rules in _CASED if needle in text for i in rules}
+    hits.update(i for needle, rules in _FOLDED if needle in lower for i in rules)
+    return [VENDOR_RULES[i] for i in sorted(hits)]
 
 
 def _token_matches(rule: Rule, text: str) -> list[Found]:
@@ -111,7 +126,7 @@ def scrub(text: str) -> Scrubbed:
     lower = _lower(text)
     # Shapes first (a token assigned to a name is named by its vendor), then what stands around values.
     found = _private_keys(text) if "PRIVATE KEY" in text else []
-    found += [f for rule in VENDOR_RULES if _present(rule, text, lower) for f in _vendor_matches(rule, text)]
+    found += [f for rule in _present(text, lower) for f in _vendor_matches(rule, text)]
     if found:
         text = _apply(text, found, kinds)
         lower = _lower(text)
