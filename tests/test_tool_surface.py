@@ -158,16 +158,20 @@ async def test_every_time_argument_takes_iso_dates_datetimes_and_epoch_ms(home: 
             for name, prop in tool["inputSchema"].get("properties", {}).items()
             if prop.get("type") == ["string", "integer"]
         ]
-        assert {(t["name"], n) for t, n in timed} >= {
+        known = {
             ("memory_store", "valid_from"),
             ("memory_recall", "as_of"),
             ("memory_search", "created_since"),
             ("memory_search", "active_since"),
         }
+        assert {(t["name"], n) for t, n in timed} >= known
         for tool, name in timed:
             for good in ("2026-11-01", "2026-11-01T09:30:00+02:00", "2026-11-01T09:30Z", 1_793_491_200_000, 1.7935e12):
                 result = await client.call_tool(tool["name"], _required(tool) | {name: good})
-                assert not result.is_error, (tool["name"], name, good, result.structured_content)
+                if (tool["name"], name) in known:
+                    assert not result.is_error, (tool["name"], name, good, result.structured_content)
+                else:  # a tool may need more than this probe gives it, but never refuses the time
+                    assert not result.is_error or f"{name}: " not in structured(result)["error"], (tool["name"], good)
             for bad, said in (("last week", "ISO 8601"), ("yesterday", "ISO 8601"), (1.5, "ISO 8601"), (True, "")):
                 result = await client.call_tool(tool["name"], _required(tool) | {name: bad})
                 body = structured(result)
