@@ -70,9 +70,14 @@ def ingest(
     try:
         ingester = Ingester(store, IngestConfig.of(s.user, s.ingest_exclude, s.ingest_children, s.scrub_secrets))
         with Progress(
-            TextColumn("ingesting"), BarColumn(), DownloadColumn(), TimeRemainingColumn(), console=out
+            TextColumn("{task.description}"),
+            BarColumn(),
+            DownloadColumn(),
+            TimeRemainingColumn(),
+            console=out,
+            disable=as_json,  # stdout is the JSON's
         ) as progress:
-            task = progress.add_task("ingest", total=None)
+            task = progress.add_task("ingesting", total=None)
             waited = 0.0
             while True:
                 report = ingester.run(
