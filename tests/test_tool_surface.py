@@ -201,3 +201,15 @@ async def test_help_and_merge_prompts_name_only_the_sessions_tools(home: Path, t
     named = set(re.findall(r"\b([a-z]+_[a-z_]+)\b", merge + switch)) & every_tool
     assert named and named <= names, named - names
     assert ("thread_merge" in merge) == (toolset == "full")
+    assert set(re.findall(r"`([a-z_]+)`", help_text)) & every_tool <= names  # the advice too names only its tools
+
+
+async def test_help_leaves_out_advice_about_tools_the_session_lacks(home: Path) -> None:
+    params = serve_params(home, "--in-process", THREADLOOM_TOOLSET="core,memory_graph")
+    async with Client(params, mode="legacy") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        help_text = (await client.get_prompt("help")).messages[0].content.text  # type: ignore[union-attr]
+    every_tool = {t.name for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS)}
+    advice = help_text.split("Your tools")[0]
+    assert set(re.findall(r"`([a-z_]+)`", advice)) & every_tool <= names
+    assert "memory_store" not in advice and '"retryable"' in advice  # the advice that holds is kept

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 import json
 import logging
+import re
 import time
 from collections.abc import Mapping
 from dataclasses import astuple, replace
@@ -267,7 +268,9 @@ def _add_resources_and_prompts(server: ThreadloomServer) -> None:
     def help_prompt(ctx: Context) -> str:
         """Explains what threadloom offers this session and how to call it."""
         toolset = connection_of(ctx.request_context).toolset
-        lines = [INSTRUCTIONS, "Your tools (THREADLOOM_TOOLSET adds groups):"]
+        missing = set(server.tool_defs) - toolset  # an instruction about a tool this session lacks is left out
+        advice = [line for line in INSTRUCTIONS.splitlines() if not missing & set(re.findall(r"`(\w+)`", line))]
+        lines = [*advice, "Your tools (THREADLOOM_TOOLSET adds groups):"]
         for tool in server.tool_defs.values():
             if tool.name in toolset:
                 lines.append(f"- {tool.name} ({tool.group}): {first_paragraph(tool.fn.__doc__)}")
