@@ -80,6 +80,7 @@ class Filters:
     statuses: tuple[str, ...] = ()
     since: int | None = None  # occurred_at (or created_at when unknown) >= since, epoch ms
     until: int | None = None  # ... < until
+    vendors: tuple[str, ...] = ()  # transcript messages of these agent CLIs only (transcript_messages.source)
     # Memories by their own columns, and who sees each kind: other kinds in `kinds` (notes, thread
     # summaries, quotes) pass by their own visibility rule, and never a memory-only condition.
     memory: MemoryScope | None = None

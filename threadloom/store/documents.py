@@ -56,6 +56,13 @@ def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
     if filters.until is not None:
         clauses.append("COALESCE(d.occurred_at, d.created_at) < :f_until")
         params["f_until"] = filters.until
+    if filters.vendors:
+        keys, named = placeholders("f_vendor", filters.vendors)
+        clauses.append(
+            "d.kind = 'transcript' AND EXISTS (SELECT 1 FROM transcript_messages tv "
+            f"WHERE tv.id = CAST(d.ref AS INTEGER) AND tv.source IN ({keys}))"
+        )
+        params.update(named)
     if filters.memory is not None:
         memory_where, memory_params = memory_scope_sql(filters.memory)
         scoped = f"d.kind = 'memory' AND EXISTS (SELECT 1 FROM memories m WHERE m.id = d.ref AND {memory_where})"
