@@ -30,13 +30,11 @@ from threadloom.server.compact import compact_tool, iso_times
 from threadloom.server.connection import ConnectionState, connection_of
 from threadloom.server.coordination_tools import COORDINATION_TOOLS
 from threadloom.server.dialog_tools import DIALOG_TOOLS
-from threadloom.server.forget_tools import FORGET_TOOLS
 from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.thread_views import add_thread_views
 from threadloom.server.tools import TOOLS, status_report
 from threadloom.server.toolsets import ToolDef, first_paragraph, select_tools
-from threadloom.server.usermodel_tools import USER_MODEL_TOOLS
 
 log = logging.getLogger(__name__)
 
@@ -242,9 +240,8 @@ def replace_tools(result: ListToolsResult, tools: list[Any]) -> ListToolsResult:
 def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     """The MCP server over `runtime`. `lifespan` matters only to HTTP, where it yields the
     connection registry; the socket and stdio transports hand each connection its own state."""
-    groups = (*TOOLS, *BRIEF_TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS, *DIALOG_TOOLS, *FORGET_TOOLS)
+    groups = (*TOOLS, *BRIEF_TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS, *DIALOG_TOOLS)
     tools = {t.name: t for t in groups}
-    tools |= {t.name: t for t in USER_MODEL_TOOLS}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)
     add_thread_views(server)
