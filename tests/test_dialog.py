@@ -6,6 +6,7 @@ arguments answered with {error, retryable}."""
 from __future__ import annotations
 
 import re
+import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -201,3 +202,25 @@ async def test_huge_empty_and_wrongly_typed_arguments_get_error_and_retryable(ho
             assert named in body["error"] and body["retryable"] is False, (tool, arguments, body)
         empty = structured(await client.call_tool("dialog_search", {"query": "   "}))
     assert empty["hits"] and any("no search terms" in c for c in empty["caveats"])  # the latest messages
+
+
+async def test_memory_recall_reaches_transcripts_when_asked_and_ranks_a_curated_memory_first(
+    home: Path, tmp_path: Path
+) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    said = [("user", "the connection pool is exhausted, the connection pool keeps running dry", local_ms(2, 9))]
+    [message] = seed(home, "alice", "claude-code", "sess-r", str(repo), said)
+    seed(home, "bob", "claude-code", "sess-q", str(repo), said)
+    alice = serve_params(home, "--in-process", THREADLOOM_USER="alice", THREADLOOM_ROOT=str(repo))
+    async with Client(alice, mode="legacy") as client:
+        stored = structured(await client.call_tool("memory_store", {"content": "Decided: connection pool size 40"}))
+        default = structured(await client.call_tool("memory_recall", {"query": QUERY}))["memories"]
+        both = structured(await client.call_tool("memory_recall", {"query": QUERY, "kinds": ["memory", "transcript"]}))
+        alone = structured(await client.call_tool("memory_recall", {"query": QUERY, "kinds": ["transcript"]}))
+    assert [m["kind"] for m in default] == ["memory"]
+    assert [(m["kind"], m["id"]) for m in both["memories"]] == [("memory", stored["id"]), ("transcript", message)]
+    heard = both["memories"][1]
+    assert heard["session"] == "sess-r" and heard["role"] == "user" and ISO_WITH_OFFSET.match(heard["at"])
+    assert [m["id"] for m in alone["memories"]] == [message]  # never Bob's copy of the same words

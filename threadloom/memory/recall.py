@@ -14,7 +14,7 @@ from threadloom.memory import corrections, scoring
 from threadloom.memory.model import EDGE_TYPES, LIFECYCLE, Edge, Memory, check_id, gist
 from threadloom.memory.reactivation import Reactivations
 from threadloom.search.engine import SearchEngine
-from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope, Viewer
+from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope, SearchResult, Viewer
 from threadloom.search.query import analyse
 from threadloom.store import documents, jobs, memories, memory_upkeep
 from threadloom.store.base import Reader, Store
@@ -26,6 +26,12 @@ MAX_DEPTH: Final = 5
 MAX_TRAVERSE_NODES: Final = 200
 # What a recall searches: everything an agent is told to write (memories, thread notes, quotes, summaries).
 RECALL_KINDS: Final = ("memory", "note", "quote", "thread")
+# Ingested conversations, searched only when asked for (kinds=["transcript"]): what was said, not what was
+# decided. Beside curated kinds they are searched apart (they cannot crowd the curated candidates out) and
+# keep this share of their score, so a curated hit ranks above a message unless the message matches much
+# better (measured on LoCoMo dev in bench/locomo.py, path (c) mixed; README "Transcripts").
+TRANSCRIPT: Final = "transcript"
+TRANSCRIPT_WEIGHT: Final = 0.5
 
 
 @dataclass(frozen=True)
@@ -42,9 +48,9 @@ class RecallFilters:
         unknown = [s for s in self.statuses if s not in LIFECYCLE]
         if unknown:
             raise InvalidInput(f"unknown status {unknown[0]!r}; statuses are {', '.join(LIFECYCLE)}")
-        strange = [k for k in self.kinds if k not in RECALL_KINDS]
+        strange = [k for k in self.kinds if k not in (*RECALL_KINDS, TRANSCRIPT)]
         if strange or not self.kinds:
-            raise InvalidInput(f"kinds are one or more of {', '.join(RECALL_KINDS)}")
+            raise InvalidInput(f"kinds are one or more of {', '.join((*RECALL_KINDS, TRANSCRIPT))}")
 
 
 class MemoryRecall:
@@ -91,11 +97,21 @@ class MemoryRecall:
             raise InvalidInput(f"k must be between 1 and {MAX_LIMIT}")
         f = filters or RecallFilters()
         scope = self._scope(prov, f, as_of=as_of)
-        search_filters = Filters(kinds=tuple(dict.fromkeys(f.kinds)), statuses=f.statuses, memory=scope)
-        result = self._engine.search(query, search_filters, min(MAX_LIMIT, k * 3))
+        curated = tuple(kind for kind in dict.fromkeys(f.kinds) if kind != TRANSCRIPT)
+        if curated:
+            search_filters = Filters(kinds=curated, statuses=f.statuses, memory=scope)
+            result = self._engine.search(query, search_filters, min(MAX_LIMIT, k * 3))
+        else:
+            result = SearchResult([], [], ())
         others = {hit.ref: hit for hit in result.hits if hit.kind != "memory"}  # notes, quotes, threads
         viewer = prov.viewer()
         ranked = self._ranked(result.hits, as_of, viewer)[:k]
+        if TRANSCRIPT in f.kinds:
+            heard = self._engine.search(query, Filters(kinds=(TRANSCRIPT,), memory=scope), k)
+            others |= {f"t:{hit.ref}": hit for hit in heard.hits}
+            weight = TRANSCRIPT_WEIGHT if curated else 1.0
+            ranked = sorted(ranked + [(f"t:{h.ref}", h.score * weight) for h in heard.hits], key=lambda x: -x[1])[:k]
+            result = SearchResult(result.hits, result.caveats or heard.caveats, result.signals or heard.signals)
         chosen = [ref for ref, _ in ranked]
         scores = dict(ranked)
         injected: list[str] = []
@@ -342,8 +358,11 @@ class MemoryRecall:
 def written(hit: Hit, concise: bool) -> dict[str, Any]:
     """A note, quote or thread summary that recall found, with the ids the thread tools take (`thread`,
     `project`); a note's or quote's `id` is its row in thread_notes."""
-    project, _, thread = (hit.ref if hit.kind == "thread" else hit.thread or "").partition("/")
     text = gist(hit.body) if concise else hit.body
+    if hit.kind == TRANSCRIPT:  # dialog_read(message=id) reads around it
+        said = {"session": hit.thread, "role": hit.source, "project": hit.project, "text": text}
+        return {"kind": TRANSCRIPT, "id": int(hit.ref)} | said | {"at": hit.occurred_at}
+    project, _, thread = (hit.ref if hit.kind == "thread" else hit.thread or "").partition("/")
     if hit.kind == "thread":
         return {"kind": "thread", "id": thread, "project": project, "status": hit.status, "summary": text}
     out: dict[str, Any] = {"kind": hit.kind, "id": int(hit.ref)}

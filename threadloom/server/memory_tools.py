@@ -12,7 +12,7 @@ from pydantic import BaseModel, Field
 
 from threadloom.errors import InvalidInput
 from threadloom.memory.model import EDGE_TYPES, Link, NewMemory
-from threadloom.memory.recall import RECALL_KINDS, RecallFilters
+from threadloom.memory.recall import RECALL_KINDS, TRANSCRIPT, RecallFilters
 from threadloom.server.connection import caller
 from threadloom.server.toolsets import RequestKey, Time, ToolDef
 
@@ -31,8 +31,8 @@ EdgeType = Literal[
 ]
 assert set(EdgeType.__args__) == set(EDGE_TYPES)  # type: ignore[attr-defined]
 Status = Literal["active", "dormant", "fading"]
-Kind = Literal["memory", "note", "quote", "thread"]
-assert set(Kind.__args__) == set(RECALL_KINDS)  # type: ignore[attr-defined]
+Kind = Literal["memory", "note", "quote", "thread", "transcript"]
+assert set(Kind.__args__) == {*RECALL_KINDS, TRANSCRIPT}  # type: ignore[attr-defined]
 
 
 class Related(BaseModel):
@@ -110,7 +110,9 @@ async def memory_recall(
     entity: Annotated[str | None, Field(description="Only about this.")] = None,
     statuses: Annotated[list[Status] | None, Field(description="Only these.")] = None,
     all_projects: Annotated[bool, Field(description="Not just this project.")] = False,
-    kinds: Annotated[list[Kind] | None, Field(description="Only these.")] = None,
+    kinds: Annotated[
+        list[Kind] | None, Field(description="Only these; transcript (what was said) only if named, ranked lower.")
+    ] = None,
 ) -> dict[str, Any]:
     """What earlier sessions stored or wrote on a topic (memories, thread notes, user quotes, thread
     summaries), best first; superseded_by names a memory's correction. Call it before you start on
