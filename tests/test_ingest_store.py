@@ -3,13 +3,15 @@ cursors per file, coverage per source, and the owner-only visibility rule on the
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document, Filters, MemoryScope, Viewer
 from threadloom.store import transcripts
 from threadloom.store.base import Writer
-from threadloom.store.sqlite import open_store
+from threadloom.store.sqlite import SqliteStore, open_store
 from threadloom.store.transcripts import StoredMessage
 
 
@@ -75,3 +77,20 @@ def test_only_the_owner_finds_a_transcript_message(tmp_path: Path) -> None:
 
     assert found("ann") == 1
     assert found("bob") == 0
+
+
+def test_a_batch_counts_terms_as_documents_one_by_one_do(tmp_path: Path) -> None:
+    texts = ["the keeper lit the lamp", "the lamp went out", "a keeper's log, keepers' logs", "the lamp went out"]
+    docs = [Document(kind="transcript", ref=str(n), body=t) for n, t in enumerate(texts)]
+    one, many = open_store(tmp_path / "one.db"), open_store(tmp_path / "many.db")
+    for doc in docs:
+        one.write(partial(SearchEngine.index, doc=doc))
+    many.write(lambda w: SearchEngine.index_many(w, docs))
+    many.write(lambda w: SearchEngine.index_many(w, [Document(kind="transcript", ref="0", body="the lamp only")]))
+    one.write(lambda w: SearchEngine.index(w, Document(kind="transcript", ref="0", body="the lamp only")))
+
+    def terms(store: SqliteStore) -> list[tuple[Any, ...]]:
+        return store.read(lambda r: r.tuples("SELECT term, df FROM document_terms WHERE df <> 0 ORDER BY term"))
+
+    assert terms(one) == terms(many)
+    assert ("lamp", 3) in terms(many) and ("", 4) in terms(many)

@@ -11,17 +11,20 @@ stops (the daemon retries at its next pass; the CLI waits). Embedding is left to
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import Any
 
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, StoreBusy
+from threadloom.ingest.ahead import ahead
 from threadloom.ingest.convert import Projects, document, stored
 from threadloom.ingest.exclusions import Exclusions, parse_globs
 from threadloom.ingest.report import PassReport
@@ -68,11 +71,22 @@ class _File:
     pending: int  # bytes not read yet, as far as a stat tells
 
 
+@dataclass(frozen=True)
+class _Batch:
+    result: ParseResult
+    rows: list[tuple[StoredMessage, bool]] | None  # None: the file could not be read
+    excluded: int
+    read: int  # bytes of the file read so far this pass
+    cut: bool  # the byte budget ran out before the end of the file
+    counters: dict[str, Any]  # the file's counters up to this batch
+
+
 @dataclass
 class _Pass:
     report: PassReport
     exclusions: Exclusions
     projects: Projects = field(default_factory=Projects)
+    wrote: bool = False  # a batch was written (under the lease, released at the end)
 
 
 ProgressFn = Callable[[int, int], None]  # (bytes done, bytes planned)
@@ -85,6 +99,7 @@ class Ingester:
         self.sources = list(all_sources) if all_sources is not None else sources()
         self._scrubber = Scrubber(config.scrub)
         self._holder = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._parsed: dict[str, tuple[tuple[str, str], Cursor | None, dict[str, Any]]] = {}
 
     def source_names(self) -> list[str]:
         return [s.name for s in self.sources]
@@ -121,7 +136,7 @@ class Ingester:
             done += self._ingest_file(f, stats[f.source.name], budget, state)
             if on_progress is not None:
                 on_progress(min(done, planned), planned)
-        if not report.busy:
+        if not report.busy and state.wrote:  # an idle poll writes nothing
             self._store.write(lambda w: self._save_passes(w, stats.values()))
         report.stats = {name: s.to_dict() for name, s in stats.items()}
         report.seconds = time.monotonic() - started
@@ -160,9 +175,8 @@ class Ingester:
                     info = None  # vanished or a dangling link: parse reports it
                 if info is not None and since_ms is not None and info.st_mtime_ns // 1_000_000 < since_ms:
                     continue
-                raw_cursor, raw_stats = held.get(name, (None, {}))
-                cursor = _cursor(raw_cursor)
-                counters = SourceStats.from_dict({"source": source.name, **raw_stats})
+                raw = held.get(name)
+                cursor, raw_stats = self._known(name, raw) if raw is not None else (None, {})
                 if info is not None and cursor is not None and not raw_stats.get("pending"):
                     same = (cursor.device, cursor.inode, cursor.size, cursor.mtime_ns) == (
                         info.st_dev,
@@ -173,40 +187,41 @@ class Ingester:
                     if same:
                         side.unchanged_files += 1
                         continue
+                counters = SourceStats.from_dict({"source": source.name, **raw_stats})
                 offset = cursor.offset if cursor is not None and info is not None and cursor.inode == info.st_ino else 0
                 size = info.st_size if info is not None else 0
                 work.append(_File(source, path, cursor, counters, max(0, size - offset) if size >= offset else size))
         return work
 
+    def _known(self, path: str, raw: tuple[str, str]) -> tuple[Cursor | None, dict[str, Any]]:
+        """A stored cursor and counters, parsed once while they stay the same (an idle poll parses nothing)."""
+        kept = self._parsed.get(path)
+        if kept is not None and kept[0] == raw:
+            return kept[1], kept[2]
+        cursor, stats = _cursor(raw[0]), json.loads(raw[1])
+        self._parsed[path] = (raw, cursor, stats)
+        return cursor, stats
+
     def _ingest_file(self, f: _File, stats: SourceStats, budget: int | None, state: _Pass) -> int:
-        """Read one file from its cursor, a batch per transaction; the bytes read."""
+        """Read one file from its cursor, a batch per transaction (the next one read meanwhile); the bytes read."""
         side = state.report.source(f.source.name)
-        cursor, read = f.cursor, 0
+        read = 0
         try:
-            while True:
-                step = BATCH_BYTES if budget is None else max(1, min(BATCH_BYTES, budget - read))
-                result = f.source.parse(f.path, cursor, budget=step)
-                stats.add(result)
-                f.counters.add(result)
-                read += _advanced(cursor, result)
-                more = result.more
-                cut = budget is not None and read >= budget and more
-                self._record_problems(result, state)
-                if result.cursor is None:
+            for b in ahead(self._batches(f, stats, budget, state)):
+                read = b.read
+                self._record_problems(b.result, state)
+                if b.rows is None:
                     if f.cursor is not None:  # keep the old cursor; say why the file was not read
-                        self._store.write(partial(self._save_problem, f=f, result=result))
+                        self._store.write(partial(self._save_problem, f=f, b=b))
+                        state.wrote = True
                     break
-                rows, excluded = self._prepare(result, state)
-                batch = partial(self._save_batch, f=f, result=result, rows=rows, pending=more)
-                added, revised = self._store.write(batch)
+                added, revised = self._store.write(partial(self._save_batch, f=f, b=b))
+                state.wrote = True
                 side.messages_added += added
                 side.messages_revised += revised
-                side.messages_excluded += excluded
-                cursor = result.cursor
-                if not more or cut:
-                    if cut:
-                        side.pending_files += 1
-                    break
+                side.messages_excluded += b.excluded
+                if b.cut:
+                    side.pending_files += 1
         except (StoreBusy, LeaseLost) as exc:
             state.report.busy = True
             state.report.note(f"{f.path}: stopped, {exc}")
@@ -215,6 +230,25 @@ class Ingester:
             side.failed_files += 1
             state.report.note(f"{f.path}: {type(exc).__name__}: {exc}")
         return read
+
+    def _batches(self, f: _File, stats: SourceStats, budget: int | None, state: _Pass) -> Iterator[_Batch]:
+        """Parse calls from the file's cursor, each prepared for writing, until the end or the budget."""
+        cursor, read = f.cursor, 0
+        while True:
+            step = BATCH_BYTES if budget is None else max(1, min(BATCH_BYTES, budget - read))
+            result = f.source.parse(f.path, cursor, budget=step)
+            stats.add(result)
+            f.counters.add(result)
+            read += _advanced(cursor, result)
+            cut = budget is not None and read >= budget and result.more
+            if result.cursor is None:
+                yield _Batch(result, None, 0, read, False, f.counters.to_dict())
+                return
+            rows, excluded = self._prepare(result, state)
+            yield _Batch(result, rows, excluded, read, cut, f.counters.to_dict())
+            cursor = result.cursor
+            if not result.more or cut:
+                return
 
     def _record_problems(self, result: ParseResult, state: _Pass) -> None:
         for problem in result.problems:
@@ -235,39 +269,39 @@ class Ingester:
             rows.append((stored(message, self._scrubber, project), message.revises))
         return rows, excluded
 
-    def _save_batch(
-        self, w: Writer, *, f: _File, result: ParseResult, rows: list[tuple[StoredMessage, bool]], pending: bool
-    ) -> tuple[int, int]:
+    def _save_batch(self, w: Writer, *, f: _File, b: _Batch) -> tuple[int, int]:
         """Messages new and revised, written with the cursor after them (pure database work: the store may
         run it again when busy)."""
         now = now_ms()
         if not jobs.acquire(w, LEASE, self._holder, now, LEASE_TTL_MS):
             raise LeaseLost("another ingest holds the lease")
         added = revised = 0
-        for row, revises in rows:
+        docs = []
+        assert b.rows is not None and b.result.cursor is not None
+        for row, revises in b.rows:
             written = tables.upsert_message(w, self.config.owner, row, revises, now)
             if written is None:
                 continue
             doc = document(written[0], row)
             if doc is not None:
-                SearchEngine.index(w, doc)
+                docs.append(doc)
             revised += revises
             added += not revises
-        assert result.cursor is not None
-        problem = next((f"{p.reason}: {p.detail}" for p in result.problems if p.reason not in QUIET), None)
-        counters = f.counters.to_dict() | {"pending": pending}
-        tables.save_file(
-            w, self.config.owner, f.source.name, str(f.path), result.cursor.to_json(), counters, problem, now
-        )
+        SearchEngine.index_many(w, docs)
+        problem = next((f"{p.reason}: {p.detail}" for p in b.result.problems if p.reason not in QUIET), None)
+        counters = b.counters | {"pending": b.result.more}
+        owner, path, cursor = self.config.owner, str(f.path), b.result.cursor.to_json()
+        tables.save_file(w, owner, f.source.name, path, cursor, counters, problem, now)
         return added, revised
 
-    def _save_problem(self, w: Writer, *, f: _File, result: ParseResult) -> None:
+    def _save_problem(self, w: Writer, *, f: _File, b: _Batch) -> None:
         assert f.cursor is not None
-        problem = next((f"{p.reason}: {p.detail}" for p in result.problems), "unreadable")
-        counters = f.counters.to_dict() | {"pending": False}
-        tables.save_file(
-            w, self.config.owner, f.source.name, str(f.path), f.cursor.to_json(), counters, problem, now_ms()
-        )
+        if not jobs.acquire(w, LEASE, self._holder, now_ms(), LEASE_TTL_MS):
+            raise LeaseLost("another ingest holds the lease")
+        problem = next((f"{p.reason}: {p.detail}" for p in b.result.problems), "unreadable")
+        counters = b.counters | {"pending": False}
+        owner, path = self.config.owner, str(f.path)
+        tables.save_file(w, owner, f.source.name, path, f.cursor.to_json(), counters, problem, now_ms())
 
     def _save_passes(self, w: Writer, stats: Iterable[SourceStats]) -> None:
         now = now_ms()

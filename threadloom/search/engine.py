@@ -69,6 +69,13 @@ class SearchEngine:
         return documents.upsert(w, doc, now_ms())
 
     @staticmethod
+    def index_many(w: Writer, docs: Sequence[Document]) -> list[int]:
+        """`index` for a batch (transcript ingest): term frequencies counted once per distinct stem."""
+        now = now_ms()
+        with term_stats.batched(w):
+            return [documents.upsert(w, doc, now) for doc in docs]
+
+    @staticmethod
     def remove(w: Writer, kind: str, ref: str) -> bool:
         return documents.remove(w, kind, ref)
 

@@ -10,8 +10,12 @@ are exactly the index's terms.
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Final
 
 import apsw
@@ -22,6 +26,7 @@ TOKENIZER_ARGS: Final = ["unicode61", "remove_diacritics", "2"]  # as documents_
 TOTAL: Final = ""  # the row holding the number of documents (no stem is empty)
 _lock = threading.Lock()
 _tokenizer: apsw.FTS5Tokenizer | None = None
+_BATCH: ContextVar[list[tuple[str, int]] | None] = ContextVar("threadloom_term_batch", default=None)
 
 
 def stems(text: str) -> list[str]:
@@ -35,17 +40,41 @@ def stems(text: str) -> list[str]:
 
 
 def count(w: Writer, text: str, delta: int) -> None:
-    """Add (delta 1) or take away (-1) one document with this text."""
-    distinct = sorted(set(stems(text)))
-    for stem in distinct:
+    """Add (delta 1) or take away (-1) one document with this text (at the end of `batched`, inside one)."""
+    pending = _BATCH.get()
+    if pending is not None:
+        pending.append((text, delta))
+    else:
+        count_many(w, [(text, delta)])
+
+
+@contextmanager
+def batched(w: Writer) -> Iterator[None]:
+    """Count the documents written inside once, when it ends without an error (same transaction)."""
+    pending: list[tuple[str, int]] = []
+    token = _BATCH.set(pending)
+    try:
+        yield
+    finally:
+        _BATCH.reset(token)
+    count_many(w, pending)
+
+
+def count_many(w: Writer, changes: Sequence[tuple[str, int]]) -> None:
+    """`count` for many documents at once, in one statement (a batch of transcript turns shares most of
+    its words, and one upsert per stem cost more than the batch's full-text indexing)."""
+    deltas: Counter[str] = Counter()
+    for text, delta in changes:
+        for stem in set(stems(text)):
+            deltas[stem] += delta
+        deltas[TOTAL] += delta
+    changed = {stem: delta for stem, delta in deltas.items() if delta}
+    if changed:  # one statement however many stems (`WHERE true`: SQLite's upsert-from-select rule)
         w.execute(
-            "INSERT INTO document_terms (term, df) VALUES (:t, :d) ON CONFLICT (term) DO UPDATE SET df = df + :d",
-            {"t": stem, "d": delta},
+            "INSERT INTO document_terms (term, df) SELECT key, value FROM json_each(:deltas) WHERE true "
+            "ON CONFLICT (term) DO UPDATE SET df = df + excluded.df",
+            {"deltas": json.dumps(changed)},
         )
-    w.execute(
-        "INSERT INTO document_terms (term, df) VALUES (:t, :d) ON CONFLICT (term) DO UPDATE SET df = df + :d",
-        {"t": TOTAL, "d": delta},
-    )
 
 
 def frequencies(r: Reader, terms: Sequence[str]) -> tuple[int, dict[str, int]]:

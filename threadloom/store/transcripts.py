@@ -58,12 +58,12 @@ def file_cursors(r: Reader, owner: str, source: str) -> dict[str, str]:
     return {str(path): str(cursor) for path, cursor in rows}
 
 
-def files(r: Reader, owner: str, source: str) -> dict[str, tuple[str, dict[str, Any]]]:
-    """Path -> (cursor JSON, counters) of every file of `source` ingested for `owner`."""
+def files(r: Reader, owner: str, source: str) -> dict[str, tuple[str, str]]:
+    """Path -> (cursor JSON, counters JSON) of every file of `source` ingested for `owner`."""
     rows = r.tuples(
         "SELECT path, cursor, stats FROM transcript_files WHERE owner = :o AND source = :s", {"o": owner, "s": source}
     )
-    return {str(path): (str(cursor), json.loads(stats)) for path, cursor, stats in rows}
+    return {str(path): (str(cursor), str(stats)) for path, cursor, stats in rows}
 
 
 def save_file(
@@ -102,18 +102,20 @@ def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: 
         "off": m.offset,
         "now": now,
     }
+    inserted = w.one(
+        "INSERT INTO transcript_messages (owner, source, session_id, key, role, text, tools, at, cwd, project, "
+        "model, format, path, offset, ingested_at) VALUES (:o, :src, :sid, :k, :role, :t, :tools, :at, :cwd, "
+        ":proj, :model, :fmt, :path, :off, :now) ON CONFLICT (owner, source, key) DO NOTHING RETURNING id",
+        values,
+    )
+    if inserted is not None:
+        return int(inserted["id"]), True
+    if not revises:
+        return None
     found = w.one(
         "SELECT id, text, tools FROM transcript_messages WHERE owner = :o AND source = :src AND key = :k", values
     )
-    if found is None:
-        new_id = w.insert(
-            "INSERT INTO transcript_messages (owner, source, session_id, key, role, text, tools, at, cwd, project, "
-            "model, format, path, offset, ingested_at) VALUES (:o, :src, :sid, :k, :role, :t, :tools, :at, :cwd, "
-            ":proj, :model, :fmt, :path, :off, :now)",
-            values,
-        )
-        return new_id, True
-    if not revises or (found["text"] == m.text and found["tools"] == m.tools):
+    if found is None or (found["text"] == m.text and found["tools"] == m.tools):
         return None
     w.execute(
         "UPDATE transcript_messages SET session_id = :sid, role = :role, text = :t, tools = :tools, at = :at, "
