@@ -35,6 +35,7 @@ from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.thread_views import add_thread_views
 from threadloom.server.tools import TOOLS, status_report
 from threadloom.server.toolsets import ToolDef, first_paragraph, select_tools
+from threadloom.server.usermodel_tools import USER_MODEL_TOOLS
 
 log = logging.getLogger(__name__)
 
@@ -242,6 +243,7 @@ def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     connection registry; the socket and stdio transports hand each connection its own state."""
     groups = (*TOOLS, *BRIEF_TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS, *DIALOG_TOOLS)
     tools = {t.name: t for t in groups}
+    tools |= {t.name: t for t in USER_MODEL_TOOLS}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)
     add_thread_views(server)

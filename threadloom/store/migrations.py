@@ -13,8 +13,9 @@ from dataclasses import dataclass
 
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
-from threadloom.store.migrations_search import M018_REACTIVATION_GENERATION_SQL
+from threadloom.store.migrations_search import M013_SEARCH_GENERATION_SQL, M018_REACTIVATION_GENERATION_SQL
 from threadloom.store.migrations_transcripts import M019_TRANSCRIPTS_SQL
+from threadloom.store.migrations_usermodel import USER_MODEL_SQL
 
 
 @dataclass(frozen=True)
@@ -346,30 +347,7 @@ M012_TASK_USAGE = Migration(
     """,
 )
 
-# Everything a search's candidates depend on: a document's columns (not its insert: it has no vector
-# yet), its vectors, and the memory columns and entities that memory filters read.
-_GENERATION_TRIGGERS = "\n".join(
-    f"CREATE TRIGGER {table}_{event.lower()}_generation AFTER {event} ON {table} "
-    "BEGIN UPDATE search_generation SET value = value + 1; END;"
-    for table, events in (
-        ("documents", ("UPDATE", "DELETE")),
-        ("document_vectors", ("INSERT", "UPDATE", "DELETE")),
-        ("memories", ("INSERT", "UPDATE", "DELETE")),
-        ("memory_entities", ("INSERT", "UPDATE", "DELETE")),
-    )
-    for event in events
-)
-
-M013_SEARCH_GENERATION = Migration(
-    "m013_search_generation",
-    """
-    -- Changes with every write a search's candidates depend on, in any process: a small store's
-    -- candidates are kept in memory for as long as it stays the same (search/vector_index.py).
-    CREATE TABLE search_generation (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
-    INSERT INTO search_generation (id, value) VALUES (1, 0);
-    """
-    + _GENERATION_TRIGGERS,
-)
+M013_SEARCH_GENERATION = Migration("m013_search_generation", M013_SEARCH_GENERATION_SQL)
 
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
@@ -390,6 +368,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m017_memory_context", M017_MEMORY_CONTEXT_SQL),
     Migration("m018_reactivation_generation", M018_REACTIVATION_GENERATION_SQL),
     Migration("m019_transcripts", M019_TRANSCRIPTS_SQL),
+    Migration("m020_user_model", USER_MODEL_SQL),
 )
 
 BOOTSTRAP_SQL = """

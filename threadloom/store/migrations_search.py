@@ -1,4 +1,4 @@
-"""SQL of the migrations that narrow what moves the search generation (m013).
+"""SQL of the migrations of the search generation: m013 makes it, m018 narrows what moves it.
 
 Kept beside `migrations.py` (which names and orders them) so neither file outgrows the module cap.
 """
@@ -6,6 +6,30 @@ Kept beside `migrations.py` (which names and orders them) so neither file outgro
 from __future__ import annotations
 
 _BUMP = "BEGIN UPDATE search_generation SET value = value + 1; END;"
+
+# Everything a search's candidates depend on: a document's columns (not its insert: it has no vector
+# yet), its vectors, and the memory columns and entities that memory filters read.
+_GENERATION_TRIGGERS = "\n".join(
+    f"CREATE TRIGGER {table}_{event.lower()}_generation AFTER {event} ON {table} "
+    "BEGIN UPDATE search_generation SET value = value + 1; END;"
+    for table, events in (
+        ("documents", ("UPDATE", "DELETE")),
+        ("document_vectors", ("INSERT", "UPDATE", "DELETE")),
+        ("memories", ("INSERT", "UPDATE", "DELETE")),
+        ("memory_entities", ("INSERT", "UPDATE", "DELETE")),
+    )
+    for event in events
+)
+
+M013_SEARCH_GENERATION_SQL = (
+    """
+    -- Changes with every write a search's candidates depend on, in any process: a small store's
+    -- candidates are kept in memory for as long as it stays the same (search/vector_index.py).
+    CREATE TABLE search_generation (id INTEGER PRIMARY KEY CHECK (id = 1), value INTEGER NOT NULL);
+    INSERT INTO search_generation (id, value) VALUES (1, 0);
+    """
+    + _GENERATION_TRIGGERS
+)
 
 M018_REACTIVATION_GENERATION_SQL = f"""
     -- A recall's reactivation (count, last time, decay score, lifecycle status) and a maintenance pass's

@@ -92,6 +92,12 @@ def transcripts_sql(viewer: Viewer | None, alias: str = "t") -> tuple[str, dict[
     return f"{alias}.owner = :t_owner", {"t_owner": viewer.user}
 
 
+def claims_sql(viewer: Viewer, alias: str = "c") -> tuple[str, dict[str, Any]]:
+    """The one rule of who may see a claim about a user (threadloom/usermodel/): that user alone, from every
+    project. Another user's claim id reads as one that never existed."""
+    return f"{alias}.owner = :c_owner", {"c_owner": viewer.user}
+
+
 def shared_documents_sql(scope: MemoryScope, kinds: Sequence[str]) -> tuple[str, dict[str, Any]]:
     """Who may see documents of `kinds` other than memories, as SQL on alias `d` (a documents row): a note
     or a thread summary from sessions in its project; a quote by its owner only, as a private memory
