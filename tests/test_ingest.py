@@ -7,6 +7,7 @@ import json
 import os
 import shutil
 from collections.abc import Callable
+from datetime import UTC
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -335,3 +336,18 @@ def test_a_source_whose_files_yield_no_message_raises_the_alarm(tmp_path: Path, 
     assert [row["source"] for row in status["sources"]] == ["claude-code"]
     assert status["sources"][0]["messages"] == 0 and status["sources"][0]["files"] == 1
     assert len(status["alarms"]) == 1 and "no message" in status["alarms"][0]
+
+
+def test_since_takes_dates_times_and_spans_and_refuses_the_rest() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from threadloom.cli.ingest import parse_since
+    from threadloom.errors import InvalidInput
+
+    now = datetime(2026, 11, 30, 12, 0, tzinfo=timezone(timedelta(hours=1)))
+    assert parse_since("2026-11-02T09:00+00:00", now) == int(datetime(2026, 11, 2, 9, tzinfo=UTC).timestamp() * 1000)
+    assert parse_since("7d", now) == int((now - timedelta(days=7)).timestamp() * 1000)
+    assert parse_since("12h", now) < parse_since("1h", now)
+    for junk in ("yesterday", "7 days", "", "-3d", "2026-13-01"):
+        with pytest.raises(InvalidInput):
+            parse_since(junk, now)

@@ -34,7 +34,10 @@ def parse_since(value: str, now: datetime | None = None) -> int:
     if relative:
         amount, unit = int(relative.group(1)), relative.group(2)
         delta = {"d": timedelta(days=amount), "h": timedelta(hours=amount), "w": timedelta(weeks=amount)}[unit]
-        return int((now - delta).timestamp() * 1000)
+        try:
+            return int((now - delta).timestamp() * 1000)
+        except (OverflowError, ValueError):
+            raise InvalidInput(f"--since {value!r} reaches before the year 1") from None
     try:
         when = datetime.fromisoformat(text)
     except ValueError:
