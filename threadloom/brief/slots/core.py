@@ -15,10 +15,15 @@ def build(ask: Ask) -> Section | None:
         for c in listed["core"]
     )
     waiting = len(listed["awaiting_approval"])
-    notes = (f"{waiting} memory(ies) await approval as core: memory_core()",) if waiting else ()
+    notes = (f"{waiting} memory(ies) await approval as core: memory_core() (toolset memory_graph)",) if waiting else ()
     if not items and not notes:
         return None
-    return Section(title="core memory", items=items, get_with="memory_core()", notes=notes)
+    return Section(
+        title="core memory",
+        items=items,
+        get_with="brief(budget=4000), or memory_core() (toolset memory_graph)",
+        notes=notes,
+    )
 
 
 SLOT = Slot("core", priority=90, build=build, order=20)

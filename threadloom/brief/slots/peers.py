@@ -21,7 +21,12 @@ def build(ask: Ask) -> Section | None:
         for p in found[:LIMIT]
     )
     notes = (f"{len(found) - LIMIT} more: peers()",) if len(found) > LIMIT else ()
-    return Section(title="live peers (ids for signal_send to=)", items=items, get_with="peers()", notes=notes)
+    return Section(
+        title="live peers (ids for signal_send to=)",
+        items=items,
+        get_with="peers() (toolset coordination)",
+        notes=notes,
+    )
 
 
 SLOT = Slot("peers", priority=50, build=build, order=50, scopes=frozenset({"full", "query"}))

@@ -33,7 +33,11 @@ def build(ask: Ask) -> Section | None:
         items.append(Item(one_line(text), f"task:{t['id']}"))
     if not items:
         return None
-    return Section(title="claims and running tasks", items=tuple(items), get_with="tasks(); thread_claim()")
+    return Section(
+        title="claims and running tasks",
+        items=tuple(items),
+        get_with="tasks() (toolset agents); thread_claim() (toolset threads_admin)",
+    )
 
 
 SLOT = Slot("work", priority=60, build=build, order=60, scopes=frozenset({"full", "query"}))
