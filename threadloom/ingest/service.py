@@ -207,7 +207,9 @@ class Ingester:
         side = state.report.source(f.source.name)
         read = 0
         try:
-            for b in ahead(self._batches(f, stats, budget, state)):
+            batches = self._batches(f, stats, budget, state)
+            # A file of one batch has nothing to read ahead: no thread for it (most files of a poll).
+            for b in ahead(batches) if f.pending > BATCH_BYTES else batches:
                 read = b.read
                 self._record_problems(b.result, state)
                 if b.rows is None:
