@@ -351,3 +351,13 @@ def test_since_takes_dates_times_and_spans_and_refuses_the_rest() -> None:
     for junk in ("yesterday", "7 days", "", "-3d", "2026-13-01"):
         with pytest.raises(InvalidInput):
             parse_since(junk, now)
+
+
+def test_a_hostile_working_directory_resolves_to_nothing_here(tmp_path: Path, store: SqliteStore) -> None:
+    home = tmp_path / "u"
+    odd = ["../../etc", "~", "a" * 5000, "/tmp/\u0000x"]
+    claude_file(home).write_text("".join(line(n + 1, f"turn {n}", cwd=cwd) for n, cwd in enumerate(odd)))
+    report = ingester(store, home, exclude=("/etc",)).run()
+    assert report.added == 4 and not report.notes
+    rows = store.read(lambda r: r.tuples("SELECT cwd, project FROM transcript_messages ORDER BY id"))
+    assert [project for _, project in rows[:3]] == [None, None, None]  # never resolved against this process

@@ -17,13 +17,14 @@ _NO_ENV: Mapping[str, str] = {}
 
 class Projects:
     """The repository root of a working directory (identity's rule), remembered per folder: a transcript
-    names the same few folders thousands of times. A folder that is gone stands for itself."""
+    names the same few folders thousands of times. A folder that is gone stands for itself; a relative one
+    (`..`, `~`) is not resolved against this process's folder."""
 
     def __init__(self) -> None:
         self._known: dict[str, str] = {}
 
     def of(self, cwd: str | None) -> str | None:
-        if not cwd:
+        if not cwd or not cwd.startswith("/"):  # a client writes absolute folders: anything else means nothing here
             return None
         found = self._known.get(cwd)
         if found is None:
