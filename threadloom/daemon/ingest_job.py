@@ -80,8 +80,8 @@ class IngestJob:
             )
         for problem in report.problems:
             log.info("transcript %s: %s %s", problem["path"], problem["reason"], problem["detail"])
-        for note in report.notes:
-            log.warning("transcript ingest: %s", note)
+        for note in report.notes:  # another ingester (the CLI) holding the lease is expected, not a warning
+            log.log(logging.INFO if report.busy else logging.WARNING, "transcript ingest: %s", note)
         for alarm in report.alarms():
             log.warning("transcript alarm: %s", alarm)
         return not report.busy and any(s.pending_files for s in report.sources.values())
