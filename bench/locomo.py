@@ -7,7 +7,9 @@ Each conversation is ingested from empty into its own store, through what an age
       the speaker as its entity, the session's date as `valid_from`;
   (b) the same with no session grouping and no entities: each turn stored by a one-off session of its own
       (the worst case);
-  (c) the conversation as a transcript, searched with dialog search: not available until transcripts exist.
+  (c) the conversation as a transcript (a Claude-Code-shaped file read by the real ingest), searched with
+      `dialog_search` and with `memory_recall(kinds=["transcript"])`, and mixed with path (a)'s memories in
+      one store to see where curated hits land (bench/locomo_dialog.py).
 
 Every question of categories 1-4 is asked through `MemoryRecall.recall` (the service behind
 `memory_recall`) by another session of the same user: read-only for the figures, and again as the default
@@ -39,6 +41,7 @@ from pathlib import Path
 
 from threadloom.config import LOCAL_EMBEDDER_THREADS
 from threadloom.identity import Provenance
+from threadloom.memory import recall as recall_module
 from threadloom.memory.model import NewMemory
 from threadloom.memory.reactivation import Reactivations
 from threadloom.memory.recall import MemoryRecall
@@ -50,6 +53,9 @@ from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document
 from threadloom.store.base import Store
 from threadloom.store.sqlite import open_store
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from locomo_dialog import Placement, report_placement, run_dialog
 
 DEV = ("26", "30", "41", "42", "43")
 TEST = ("44", "47", "48", "49", "50")
@@ -263,7 +269,8 @@ def run(args: argparse.Namespace, tuned: SearchTuning) -> dict[str, Results]:
     ingest: dict[str, float] = defaultdict(float)
     n_turns = 0
     splits = ("dev", "test") if args.split == "both" else (args.split,)
-    paths = [p for p in args.paths.split(",") if p in ("a", "b")] + ["reference"] * args.reference
+    paths = [p for p in args.paths.split(",") if p in ("a", "b", "c")] + ["reference"] * args.reference
+    recall_module.TRANSCRIPT_WEIGHT = args.transcript_weight
     for conv_id in (DEV if "dev" in splits else ()) + (TEST if "test" in splits else ()):
         split = "dev" if conv_id in DEV else "test"
         conv = json.loads((args.data / f"{conv_id}.json").read_text())
@@ -274,6 +281,10 @@ def run(args: argparse.Namespace, tuned: SearchTuning) -> dict[str, Results]:
                 engine = SearchEngine(store, embedder, tuned)
                 if path == "reference":
                     ingest[path] += run_reference(conv, store, engine, results[split])
+                elif path == "c":
+                    ingest[path] += run_dialog(
+                        conv_id, conv, store, engine, Path(tmp), results[split], HELPERS, PLACEMENT[split]
+                    )
                 else:
                     ingest[path] += run_path(path, conv_id, conv, store, engine, results[split])
                 store.close()
@@ -307,13 +318,26 @@ def report(results: dict[str, Results], paths: str) -> None:
             p50 = statistics.median(lat) * 1000
             p95 = lat[int(0.95 * (len(lat) - 1))] * 1000
             print(f"{name:24}" + "".join(cells) + "".join(overall) + f"{p50:9.2f}{p95:9.2f}")
-        if "c" in paths.split(","):
-            print(f"{PATHS['c']:24} not available until transcripts exist")
+        report_placement(PLACEMENT[split])
     print(
         "\nrecall = evidence recall (share of a question's evidence turns retrieved), averaged per question;"
         "\n'no model' = the same stores searched without the embedder (THREADLOOM_EMBEDDER=none);"
         "\n'default call' = memory_recall's defaults (k=10, full, reactivating): its latency, R@5/10 only"
     )
+
+
+HELPERS = {
+    "conversation": conversation,
+    "questions": questions,
+    "score": score,
+    "prov": prov,
+    "ingest": ingest,
+    "bm25_only": bm25_only,
+    "memory": MemoryService,
+    "user": USER,
+    "ks": KS,
+}
+PLACEMENT: dict[str, Placement] = defaultdict(Placement)
 
 
 def main() -> None:
@@ -336,6 +360,7 @@ def main() -> None:
     parser.add_argument("--pool", type=int, default=defaults.context_pool)
     parser.add_argument("--thread-prior", type=float, default=defaults.thread_prior)
     parser.add_argument("--floor", type=float, default=defaults.dense_floor, help="default: the model's own")
+    parser.add_argument("--transcript-weight", type=float, default=recall_module.TRANSCRIPT_WEIGHT)
     args = parser.parse_args()
     if not args.data.is_dir():
         sys.exit(f"no LoCoMo data at {args.data}")
