@@ -64,25 +64,34 @@ def store(tmp_path: Path) -> SqliteStore:
     return open_store(tmp_path / "db" / "threadloom.db")
 
 
-def test_every_fixture_is_ingested_once_and_indexed(tmp_path: Path, store: SqliteStore) -> None:
-    home = tmp_path / "u"
-    places = {
-        "claude-code/session-v2.jsonl": f".claude/projects/{PROJECT}/5b1e9c3a-7d2f-4e8a-9b6c-2f4d8e1a3c70.jsonl",
-        "codex/bare-2025-05.jsonl": ".codex/sessions/2025/05/14/rollout-2025-05-14T10-00-00-a.jsonl",
-        "codex/envelope-2025-10.jsonl": ".codex/sessions/2025/10/20/rollout-2025-10-20T08-00-00-b.jsonl",
-        "codex/items-2026-08.jsonl": ".codex/sessions/2026/08/18/rollout-2026-08-18T02-44-20-c.jsonl",
-        "codex/response-2026-09.jsonl": ".codex/sessions/2026/09/30/rollout-2026-09-30T16-05-00-d.jsonl",
-        "gemini/session-2025-11-03T14-20-7c1d2e3f.json": ".gemini/tmp/abc/chats/session-2025-11-03T14-20-7c.json",
-        "gemini/session-2026-10-12T09-30-a1b2c3d4.jsonl": ".gemini/tmp/abc/chats/session-2026-10-12T09-30-a1.jsonl",
-        "copilot/events-1.0.jsonl": ".copilot/session-state/0f0f0f0f/events.jsonl",
-    }
-    for fixture, where in places.items():
+# Every fixture, where its client keeps it.
+PLACES = {
+    "claude-code/session-v2.jsonl": f".claude/projects/{PROJECT}/5b1e9c3a-7d2f-4e8a-9b6c-2f4d8e1a3c70.jsonl",
+    "codex/bare-2025-05.jsonl": ".codex/sessions/2025/05/14/rollout-2025-05-14T10-00-00-a.jsonl",
+    "codex/envelope-2025-10.jsonl": ".codex/sessions/2025/10/20/rollout-2025-10-20T08-00-00-b.jsonl",
+    "codex/items-2026-08.jsonl": ".codex/sessions/2026/08/18/rollout-2026-08-18T02-44-20-c.jsonl",
+    "codex/response-2026-09.jsonl": ".codex/sessions/2026/09/30/rollout-2026-09-30T16-05-00-d.jsonl",
+    "gemini/session-2025-11-03T14-20-7c1d2e3f.json": ".gemini/tmp/abc/chats/session-2025-11-03T14-20-7c.json",
+    "gemini/session-2026-10-12T09-30-a1b2c3d4.jsonl": ".gemini/tmp/abc/chats/session-2026-10-12T09-30-a1.jsonl",
+    "copilot/events-1.0.jsonl": ".copilot/session-state/0f0f0f0f/events.jsonl",
+}
+
+
+def install_all(home: Path) -> dict[str, set[str]]:
+    """Every fixture under `home`; the keys of the messages each source parses from them."""
+    for fixture, where in PLACES.items():
         (home / where).parent.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(FIXTURES / fixture, home / where)
     parsed: dict[str, set[str]] = {}
     for source in sources():
         for path in source.discover(home):
             parsed.setdefault(source.name, set()).update(m.key for m in source.parse(path, None).messages)
+    return parsed
+
+
+def test_every_fixture_is_ingested_once_and_indexed(tmp_path: Path, store: SqliteStore) -> None:
+    home = tmp_path / "u"
+    parsed = install_all(home)
     assert set(parsed) == {"claude-code", "codex", "gemini", "copilot"} and all(parsed.values())
 
     first = ingester(store, home).run()

@@ -14,7 +14,7 @@ import pytest
 from mcp import Client
 
 from tests.helpers import PY, cli, env_for, serve_params, structured
-from tests.test_ingest import FIXTURES, PROJECT, line
+from tests.test_ingest import FIXTURES, PROJECT, install_all, line
 
 pytestmark = pytest.mark.anyio
 
@@ -49,6 +49,16 @@ async def until(client: Client, check: Any, what: str) -> dict[str, Any]:
 
 def messages(found: dict[str, Any]) -> dict[str, int]:
     return {row["source"]: row["messages"] for row in found["sources"]}
+
+
+async def test_every_fixture_through_the_daemon(home: Path, tmp_path: Path) -> None:
+    user = tmp_path / "u"
+    parsed = install_all(user)
+    expected = {source: len(keys) for source, keys in parsed.items()}
+    assert set(expected) == {"claude-code", "codex", "gemini", "copilot"}
+    async with Client(serve_params(home, HOME=str(user), THREADLOOM_INGEST_INTERVAL="0.2"), mode="legacy") as client:
+        found = await until(client, lambda f: messages(f) == expected, "every fixture")
+        assert found["alarms"] == []
 
 
 async def test_the_daemon_ingests_in_the_background_for_its_user_only(home: Path, tmp_path: Path) -> None:
