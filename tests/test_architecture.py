@@ -23,6 +23,7 @@ INNER = [
     "memory",
     "search",
     "ingest",
+    "usermodel",
 ]
 SURFACE_MODULES = ("threadloom.server", "threadloom.cli", "threadloom.daemon", "threadloom.entry")
 SURFACE_LIBRARIES = ("mcp", "mcp_types", "typer", "rich", "starlette", "uvicorn")
