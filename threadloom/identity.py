@@ -165,6 +165,8 @@ def _repository_root(start: Path, source: str) -> Path:
         raise InvalidInput(f"{source}: {start} does not exist (threadloom never creates a project folder)") from None
     except (OSError, RuntimeError) as exc:  # a symlink loop, a folder this user may not enter
         raise InvalidInput(f"{source}: {start} cannot be used: {exc}") from None
+    except ValueError:  # a NUL byte (a hook's JSON or a client's root URI can carry one): no such path
+        raise InvalidInput(f"{source}: {str(start)!r} holds a NUL character, which no path can") from None
     if not folder.is_dir():
         raise InvalidInput(f"{source}: {start} is not a folder")
     stops = {Path(folder.anchor), _home_folder()}

@@ -20,11 +20,12 @@ def build(ask: Ask) -> Section | None:
         )
         for p in found[:LIMIT]
     )
-    notes = (f"{len(found) - LIMIT} more: peers()",) if len(found) > LIMIT else ()
+    notes = (f"{len(found) - LIMIT} more: peers() (toolset coordination)",) if len(found) > LIMIT else ()
     return Section(
         title="live peers (ids for signal_send to=)",
         items=items,
-        get_with="peers() (toolset coordination)",
+        # signal_send (default toolset) takes these ids, so the default session needs a way to the rest too
+        get_with="brief(budget=4000), or peers() (toolset coordination)",
         notes=notes,
     )
 
