@@ -24,6 +24,7 @@ INNER = [
     "search",
     "ingest",
     "usermodel",
+    "erasure",
 ]
 SURFACE_MODULES = ("threadloom.server", "threadloom.cli", "threadloom.daemon", "threadloom.entry")
 SURFACE_LIBRARIES = ("mcp", "mcp_types", "typer", "rich", "starlette", "uvicorn")

@@ -99,6 +99,7 @@ def _register_groups() -> None:
     from threadloom.cli.check import check
     from threadloom.cli.daemon import daemon_app
     from threadloom.cli.doctor import doctor
+    from threadloom.cli.forget import forget
     from threadloom.cli.http import http_app
     from threadloom.cli.ingest import ingest_app
     from threadloom.cli.memory import memory_app
@@ -119,6 +120,7 @@ def _register_groups() -> None:
     app.command()(watch)
     app.command()(setup)
     app.command()(brief)
+    app.command()(forget)
 
 
 def run() -> None:

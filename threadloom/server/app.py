@@ -30,6 +30,7 @@ from threadloom.server.compact import compact_tool, iso_times
 from threadloom.server.connection import ConnectionState, connection_of
 from threadloom.server.coordination_tools import COORDINATION_TOOLS
 from threadloom.server.dialog_tools import DIALOG_TOOLS
+from threadloom.server.forget_tools import FORGET_TOOLS
 from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.thread_views import add_thread_views
@@ -241,7 +242,7 @@ def replace_tools(result: ListToolsResult, tools: list[Any]) -> ListToolsResult:
 def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     """The MCP server over `runtime`. `lifespan` matters only to HTTP, where it yields the
     connection registry; the socket and stdio transports hand each connection its own state."""
-    groups = (*TOOLS, *BRIEF_TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS, *DIALOG_TOOLS)
+    groups = (*TOOLS, *BRIEF_TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS, *DIALOG_TOOLS, *FORGET_TOOLS)
     tools = {t.name: t for t in groups}
     tools |= {t.name: t for t in USER_MODEL_TOOLS}
     server = ThreadloomServer(runtime, tools, lifespan)

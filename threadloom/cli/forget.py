@@ -1,0 +1,87 @@
+"""`threadloom forget ...`: erase your own transcripts, memories or notes by session, project, source, time
+or text. It always shows what would go first; `--dry-run` stops there, otherwise it asks before erasing
+(`--yes` skips the question; without a terminal it must be given)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Annotated, Any
+
+import typer
+
+from threadloom.cli.app import err, out, settings
+from threadloom.clock import instant
+from threadloom.erasure.service import DEFAULT_SAMPLE, Eraser
+from threadloom.errors import InvalidInput
+from threadloom.runtime import hold_store_lock
+from threadloom.store.erasure import KINDS, Selector
+from threadloom.store.sqlite import open_store
+
+
+def forget(
+    session: Annotated[str | None, typer.Option(help="An agent session's id.")] = None,
+    project: Annotated[str | None, typer.Option(help="A repository path.")] = None,
+    source: Annotated[str | None, typer.Option(help="An agent CLI: claude-code, codex, gemini, copilot.")] = None,
+    since: Annotated[str | None, typer.Option(help="Written at or after (ISO date/date-time or epoch ms).")] = None,
+    until: Annotated[str | None, typer.Option(help="Written before (ISO date/date-time or epoch ms).")] = None,
+    text: Annotated[str | None, typer.Option(help="Containing this text (3+ characters).")] = None,
+    kind: Annotated[
+        list[str] | None, typer.Option(help=f"What to erase, repeatable: {', '.join(KINDS)} (default transcripts).")
+    ] = None,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Only list what would go.")] = False,
+    yes: Annotated[bool, typer.Option("--yes", help="Erase without asking.")] = False,
+    sample: Annotated[int, typer.Option(help="Rows shown per kind.")] = DEFAULT_SAMPLE,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Erase your own data for good: the rows, their full-text index and vectors, and their bytes in the
+    database file (backups you made keep their copy). Selectors combine; at least one is required."""
+    s = settings()
+    sel = Selector(session, project, source, instant(since, "--since"), instant(until, "--until"), text)
+    kinds = tuple(kind) if kind else ("transcripts",)
+    lock = hold_store_lock(s)
+    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    try:
+        eraser = Eraser(store)
+        plan = eraser.forget(s.user, sel, kinds, dry_run=True, sample=sample)
+        _show(plan, as_json)
+        if dry_run or plan["total"] == 0:
+            return
+        if not yes:
+            if not sys.stdin.isatty():
+                raise InvalidInput("not erasing without a terminal to confirm on: add --yes")
+            if not typer.confirm(f"Erase these {plan['total']:,} rows for good?", default=False, err=True):
+                err.print("nothing was erased")
+                raise typer.Exit(1)
+        _show(eraser.forget(s.user, sel, kinds, dry_run=False, sample=sample), as_json)
+    finally:
+        store.close()
+        os.close(lock)
+
+
+def _show(result: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        out.print_json(json.dumps(result, default=str))
+        return
+    if result["dry_run"]:
+        out.print(f"would erase {result['total']:,} rows:", markup=False)
+        for name, found in result["would_erase"].items():
+            archived = f" (+{found['archived']} archived)" if found.get("archived") else ""
+            out.print(f"  {name}: {found['count']:,}{archived}", markup=False)
+            for row in found["sample"]:
+                out.print(f"    [{row['session']}] {row['text']!r}", markup=False, highlight=False)
+        return
+    erased = ", ".join(f"{k} {v:,}" for k, v in result["erased"].items())
+    out.print(f"erased: {erased}", markup=False)
+    compaction = result.get("compaction")
+    if compaction:
+        left = "" if compaction["complete"] else " (a reader kept the log: run forget again to empty it)"
+        out.print(
+            f"file compacted: {compaction['bytes_before']:,} -> {compaction['db_bytes']:,} bytes, "
+            f"log {compaction['wal_bytes']:,} bytes{left}",
+            markup=False,
+        )
+    out.print(result["backups"]["note"], markup=False)
+    for path in result["backups"]["beside_store"]:
+        out.print(f"  still holds the old data: {path}", markup=False)

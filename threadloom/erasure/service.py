@@ -1,0 +1,95 @@
+"""`forget`: one service behind the tool and the CLI.
+
+A dry run (the default of both surfaces) counts what the selector picks per kind, with a short sample,
+and changes nothing. A real run removes it in one transaction (store/erasure.py says what each kind
+covers), then compacts the database file so the erased bytes are gone from it and from its write-ahead
+log. Only the caller's own rows are ever read, counted or removed: another user's rows are invisible
+here, counts included. What the engine keeps in memory needs nothing more: every search reads its
+candidates' rows and float vectors back from SQLite, so an erased document never surfaces, and the
+kept candidate sets are dropped when the store's search generation moves (the deletes move it); the
+per-process sign codes are bits of vectors, not text.
+
+Backups are copies this cannot reach: a file written by `threadloom backup create` and the
+`threadloom.db.pre-restore-*` copies a restore keeps beside the store still hold what they held.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+
+from threadloom.errors import InvalidInput
+from threadloom.store import erasure
+from threadloom.store.base import Store
+from threadloom.store.erasure import KINDS, Selector
+from threadloom.store.sqlite import SqliteStore
+
+MIN_TEXT: Final = 3  # a shorter text matches nearly everything: name a session or project instead
+MAX_TEXT: Final = 1_000
+MAX_NAME: Final = 4_096
+DEFAULT_SAMPLE: Final = 5
+MAX_SAMPLE: Final = 50
+BACKUPS_NOTE: Final = (
+    "backups are not touched: a copy written by `threadloom backup create` (wherever you put it) and the "
+    "threadloom.db.pre-restore-* files a restore keeps beside the store still hold what they held; delete "
+    "them (or forget in a restored copy and back it up again) to erase the text there too"
+)
+
+
+def check(sel: Selector, kinds: Sequence[str], sample: int) -> tuple[str, ...]:
+    """The kinds to act on, after refusing what no forget may run with."""
+    if sel.empty():
+        raise InvalidInput(
+            "forget needs a selector (session, project, source, since/until or text): without one it would "
+            "erase everything you have; nothing was erased"
+        )
+    if not kinds:
+        raise InvalidInput(f"kinds: name at least one of {', '.join(KINDS)}")
+    unknown = [k for k in kinds if k not in KINDS]
+    if unknown:
+        raise InvalidInput(f"kinds: {unknown[0]!r} is not one of {', '.join(KINDS)}")
+    for name, value in (("session", sel.session), ("project", sel.project), ("source", sel.source)):
+        if value is not None and not 1 <= len(value) <= MAX_NAME:
+            raise InvalidInput(f"{name}: 1-{MAX_NAME:,} characters")
+    if sel.text is not None and not MIN_TEXT <= len(sel.text.strip()) <= MAX_TEXT:
+        raise InvalidInput(f"text: {MIN_TEXT}-{MAX_TEXT:,} characters (a shorter text would match nearly everything)")
+    if sel.since is not None and sel.until is not None and sel.since >= sel.until:
+        raise InvalidInput("since must be before until")
+    if not 0 <= sample <= MAX_SAMPLE:
+        raise InvalidInput(f"sample: 0-{MAX_SAMPLE}")
+    return tuple(dict.fromkeys(kinds))
+
+
+class Eraser:
+    def __init__(self, store: Store) -> None:
+        self._store = store
+        # The file to compact after an erasure: SQLite is the one backend with a file of its own.
+        self._database: Path | None = store.path if isinstance(store, SqliteStore) else None
+
+    def forget(
+        self, owner: str, sel: Selector, kinds: Sequence[str] = ("transcripts",), dry_run: bool = True,
+        sample: int = DEFAULT_SAMPLE,
+    ) -> dict[str, Any]:  # fmt: skip
+        chosen = check(sel, kinds, sample)
+        if dry_run:
+            found = self._store.read(lambda r: {k: erasure.matching(r, k, owner, sel, sample) for k in chosen})
+            total = sum(int(f["count"]) + int(f.get("archived", 0)) for f in found.values())
+            return {
+                "dry_run": True,
+                "would_erase": found,
+                "total": total,
+                "next": "nothing matched" if total == 0 else "run again with dry_run false (CLI: --yes) to erase",
+            }
+        erased = self._store.write(partial(erasure.erase, kinds=chosen, owner=owner, sel=sel))
+        result: dict[str, Any] = {"dry_run": False, "erased": erased}
+        if self._database is not None:
+            result["compaction"] = erasure.compact(self._database)
+        result["backups"] = {"note": BACKUPS_NOTE, "beside_store": self._kept_copies()}
+        return result
+
+    def _kept_copies(self) -> list[str]:
+        if self._database is None:
+            return []
+        return sorted(str(p) for p in self._database.parent.glob(f"{self._database.name}.pre-restore-*"))
