@@ -186,6 +186,8 @@ BAD: list[tuple[str, dict[str, Any], str]] = [
     ("dialog_read", {"cursor": "12:sideways"}, "cursor"),
     ("dialog_read", {"cursor": "9" * 30 + ":after"}, "cursor"),
     ("dialog_read", {"message": -3}, "message"),
+    ("dialog_read", {"message": 2**70}, "message"),
+    ("memory_recall", {"query": "x", "kinds": ["transcripts"]}, "kinds"),
     ("dialog_read", {"session": "s" * 10_000}, "session"),
     ("dialog_day", {"day": "yesterday"}, "day"),
     ("dialog_day", {"day": "2026-11-02", "until": "2026-11-01"}, "until must be after day"),

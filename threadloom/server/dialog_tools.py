@@ -49,7 +49,7 @@ async def dialog_search(
 
 async def dialog_read(
     ctx: Context,
-    message: Annotated[int | None, Field(ge=1, description="Around this message id.")] = None,
+    message: Annotated[int | None, Field(ge=1, le=2**62, description="Around this message id.")] = None,
     session: Annotated[str | None, Field(max_length=200, description="Or: from this session's start.")] = None,
     cursor: Annotated[str | None, Field(max_length=40, description="Or: a page's more_before/more_after.")] = None,
     before: Annotated[int, Field(ge=0, le=MAX_PAGE, description="Messages before.")] = 3,
