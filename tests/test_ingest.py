@@ -345,6 +345,10 @@ def test_a_source_whose_files_yield_no_message_raises_the_alarm(tmp_path: Path, 
     assert [row["source"] for row in status["sources"]] == ["claude-code"]
     assert status["sources"][0]["messages"] == 0 and status["sources"][0]["files"] == 1
     assert len(status["alarms"]) == 1 and "no message" in status["alarms"][0]
+    # The client writes a format we read again: the last pass says so, and the alarm goes.
+    claude_file(home, "next.jsonl").write_text("".join(line(n, session="s2") for n in range(1, 31)))
+    ingester(store, home).run()
+    assert transcript_status(store, "ada")["alarms"] == []
 
 
 def test_since_takes_dates_times_and_spans_and_refuses_the_rest() -> None:

@@ -1,6 +1,6 @@
 """What a pass did, and what `status` and `doctor` say about transcripts: counts and the covered time span
 per source, and the alarms (a source that yields files but no message, mostly unknown shapes, one role
-only), computed over every file's counters and over the last pass that read anything."""
+only), computed over the last pass that read anything (else over every file's counters)."""
 
 from __future__ import annotations
 
@@ -94,9 +94,10 @@ def transcript_status(store: Store, owner: str, enabled: bool = True) -> dict[st
         for row in covered:
             files = tables.file_stats(r, owner, row["source"])
             merged = _merged(row["source"], files)
-            # The last pass first (a format changed under a long history); every file's counters otherwise.
-            last = alarms([SourceStats.from_dict(passes[row["source"]])]) if row["source"] in passes else []
-            found += [a.message for a in last or alarms([merged])]
+            # The last pass that read anything says how the source reads now (a format changed under a long
+            # history, or fixed since); every file's counters only when there is none.
+            now = SourceStats.from_dict(passes[row["source"]]) if row["source"] in passes else merged
+            found += [a.message for a in alarms([now])]
             per_source.append(
                 {
                     "source": row["source"],
