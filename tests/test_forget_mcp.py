@@ -4,6 +4,7 @@ erased, and after the erasure the database file and its log no longer hold the t
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -91,3 +92,26 @@ async def test_the_cli_lists_first_asks_and_erases_with_yes(home: Path) -> None:
     assert MARKER.encode() not in _file_bytes(home)
     bad_time = cli(home, "forget", "--since", "yesterday", THREADLOOM_USER="ana")
     assert bad_time.returncode == 2 and "--since" in bad_time.stderr
+
+
+async def test_notes_and_quotes_go_with_their_text_and_their_index(home: Path, tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
+    params = serve_params(
+        home, "--in-process", THREADLOOM_ROOT=str(repo), THREADLOOM_USER="ana", THREADLOOM_TOOLSET="default,erasure"
+    )
+    async with Client(params, mode="legacy") as ana:
+        await ana.call_tool("thread_project", {"action": "create", "title": "Shop"})
+        quote = {"text": f"never ship {MARKER} on a friday", "quote": True, "project_wide": True}
+        noted = await ana.call_tool("thread_note", quote | {"idempotency_key": "q-1"})
+        assert not noted.is_error, noted
+        assert MARKER.encode() in _file_bytes(home)
+        plan = structured(await ana.call_tool("forget", {"text": MARKER, "kinds": ["notes", "memories"]}))
+        assert plan["would_erase"]["notes"]["count"] == 1 and plan["would_erase"]["memories"]["count"] == 0
+        done = structured(await ana.call_tool("forget", {"text": MARKER, "kinds": ["notes"], "dry_run": False}))
+        assert done["erased"]["notes"] == 1 and done["erased"]["documents"] == 1
+        assert done["erased"]["replay_records"] == 1  # thread_note's replay record carried the quote
+        assert MARKER.encode() not in _file_bytes(home)
+        again = structured(await ana.call_tool("forget", {"text": MARKER, "kinds": ["notes"]}))
+        assert again["total"] == 0
