@@ -51,6 +51,7 @@ def env_for(home: Path, **extra: str) -> dict[str, str]:
     env["THREADLOOM_HOME"] = str(home)
     env["COLUMNS"] = "200"  # rich wraps tables at 80 columns when not on a terminal
     env["THREADLOOM_EMBEDDER"] = "none"  # tests that want the model ask for it; the rest stay light
+    env["THREADLOOM_INGEST"] = "false"  # never the machine's own transcripts; ingest tests turn it on
     env.update(extra)
     return env
 

@@ -56,7 +56,8 @@ async def test_every_fixture_through_the_daemon(home: Path, tmp_path: Path) -> N
     parsed = install_all(user)
     expected = {source: len(keys) for source, keys in parsed.items()}
     assert set(expected) == {"claude-code", "codex", "gemini", "copilot"}
-    async with Client(serve_params(home, HOME=str(user), THREADLOOM_INGEST_INTERVAL="0.2"), mode="legacy") as client:
+    env = {"HOME": str(user), "THREADLOOM_INGEST": "true", "THREADLOOM_INGEST_INTERVAL": "0.2"}
+    async with Client(serve_params(home, **env), mode="legacy") as client:
         found = await until(client, lambda f: messages(f) == expected, "every fixture")
         assert found["alarms"] == []
 
@@ -65,7 +66,7 @@ async def test_the_daemon_ingests_in_the_background_for_its_user_only(home: Path
     user = user_home(tmp_path)
     # The home's user owns what its daemon ingests (a session naming no user acts for them too).
     (home / ".env").write_text("THREADLOOM_USER=ada\n")
-    env = {"HOME": str(user), "THREADLOOM_INGEST_INTERVAL": "0.2"}
+    env = {"HOME": str(user), "THREADLOOM_INGEST": "true", "THREADLOOM_INGEST_INTERVAL": "0.2"}
     async with Client(serve_params(home, **env), mode="legacy") as ada:
         found = await until(ada, lambda f: messages(f) == {"claude-code": 5, "codex": 2}, "the first pass")
         assert found["span"] == {"first": "2026-09-30T16:05:01+00:00", "last": "2026-11-02T09:15:09+00:00"}
@@ -91,7 +92,7 @@ async def test_the_daemon_ingests_in_the_background_for_its_user_only(home: Path
 
 async def test_session_end_triggers_a_pass_and_an_alarm_shows_everywhere(home: Path, tmp_path: Path) -> None:
     user = user_home(tmp_path)
-    env = {"HOME": str(user), "THREADLOOM_INGEST_INTERVAL": "0"}  # no poll: only the first pass and hooks
+    env = {"HOME": str(user), "THREADLOOM_INGEST": "true", "THREADLOOM_INGEST_INTERVAL": "0"}  # no poll
     changed = user / ".codex" / "sessions" / "2026" / "10" / "01" / "rollout-2026-10-01T09-00-00-e.jsonl"
     async with Client(serve_params(home, **env), mode="legacy") as client:
         await until(client, lambda f: messages(f) == {"claude-code": 5, "codex": 2}, "the first pass")
@@ -117,7 +118,7 @@ async def test_session_end_triggers_a_pass_and_an_alarm_shows_everywhere(home: P
 
 def test_the_cli_backfills_since_a_date_and_says_what_it_did(home: Path, tmp_path: Path) -> None:
     user = user_home(tmp_path)
-    env = {"HOME": str(user)}
+    env = {"HOME": str(user), "THREADLOOM_INGEST": "true"}
     done = cli(home, "ingest", "--source", "codex", "--json", **env)
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
@@ -126,5 +127,5 @@ def test_the_cli_backfills_since_a_date_and_says_what_it_did(home: Path, tmp_pat
     assert again.returncode == 0 and "5 new message(s)" in again.stdout
     wrong = cli(home, "ingest", "--source", "cursor", **env)
     assert wrong.returncode == 2 and "unknown transcript source 'cursor'" in wrong.stderr
-    off = cli(home, "ingest", THREADLOOM_INGEST="false", **env)
+    off = cli(home, "ingest", **(env | {"THREADLOOM_INGEST": "false"}))
     assert off.returncode == 0 and "off" in off.stdout
