@@ -49,6 +49,8 @@ def trimmed(text: str, limit: int) -> tuple[str, bool]:
 
 def tools_line(raw: str) -> str:
     """A message's tool calls as one short line: `[Bash] [Read]`."""
+    if not raw or raw == "[]":
+        return ""
     try:
         names = [str(t.get("name", "?")) for t in _json_list(raw)]
     except ValueError:

@@ -4,7 +4,8 @@ described in `store/transcripts.py`, which holds every write).
 Every statement here names its owner: a transcript message is its owner's alone
 (`visibility.transcripts_sql`), so a row of another user never leaves the database and an id of
 one reads exactly like an id that does not exist. A session's order is (time, id): a message the
-client wrote without a time sorts first, and ids keep the file's order among equal times.
+client wrote without a time sorts first (as SQLite orders NULL), and ids keep the file's order among equal
+times: the order of the session index, so a page walks the index and stops.
 """
 
 from __future__ import annotations
@@ -17,7 +18,6 @@ from threadloom.store.base import Reader, Row
 from threadloom.store.sql import placeholders
 
 COLUMNS = "t.id, t.source, t.session_id, t.role, t.text, t.tools, t.at, t.project, t.cwd, t.model"
-_ORDER = "(COALESCE(t.at, 0), t.id)"
 
 
 def sources(r: Reader, owner: str) -> list[str]:
@@ -45,12 +45,14 @@ def _session_sql(owner: str, source: str, session_id: str) -> tuple[str, dict[st
 
 
 def before(r: Reader, owner: str, source: str, session_id: str, at: int | None, id_: int, n: int) -> list[Row]:
-    """Up to `n` messages of the session just before (at, id), oldest first."""
+    """Up to `n` messages of the session just before (at, id), oldest first. Ordered as the session index
+    is (a message without a time first), so the read walks the index back and stops after `n`."""
     where, params = _session_sql(owner, source, session_id)
+    earlier = "((t.at, t.id) < (:at, :id) OR t.at IS NULL)" if at is not None else "(t.at IS NULL AND t.id < :id)"
     rows = r.rows(
-        f"SELECT {COLUMNS} FROM transcript_messages t WHERE {where} AND {_ORDER} < (:at, :id) "
-        "ORDER BY COALESCE(t.at, 0) DESC, t.id DESC LIMIT :n",
-        params | {"at": at or 0, "id": id_, "n": n},
+        f"SELECT {COLUMNS} FROM transcript_messages t WHERE {where} AND {earlier} "
+        "ORDER BY t.at DESC, t.id DESC LIMIT :n",
+        params | {"at": at, "id": id_, "n": n},
     )
     return rows[::-1]
 
@@ -58,10 +60,10 @@ def before(r: Reader, owner: str, source: str, session_id: str, at: int | None, 
 def after(r: Reader, owner: str, source: str, session_id: str, at: int | None, id_: int, n: int) -> list[Row]:
     """Up to `n` messages of the session just after (at, id), oldest first."""
     where, params = _session_sql(owner, source, session_id)
+    later = "(t.at, t.id) > (:at, :id)" if at is not None else "(t.at IS NOT NULL OR t.id > :id)"
     return r.rows(
-        f"SELECT {COLUMNS} FROM transcript_messages t WHERE {where} AND {_ORDER} > (:at, :id) "
-        "ORDER BY COALESCE(t.at, 0), t.id LIMIT :n",
-        params | {"at": at or 0, "id": id_, "n": n},
+        f"SELECT {COLUMNS} FROM transcript_messages t WHERE {where} AND {later} ORDER BY t.at, t.id LIMIT :n",
+        params | {"at": at, "id": id_, "n": n},
     )
 
 
@@ -72,7 +74,7 @@ def session_start(r: Reader, owner: str, session_id: str, known: Sequence[str]) 
     keys, named = placeholders("src", known)
     return r.one(
         f"SELECT {COLUMNS} FROM transcript_messages t WHERE t.owner = :o AND t.source IN ({keys}) "
-        "AND t.session_id = :sid ORDER BY COALESCE(t.at, 0), t.id LIMIT 1",
+        "AND t.session_id = :sid ORDER BY t.at, t.id LIMIT 1",
         named | {"o": owner, "sid": session_id},
     )
 
@@ -127,10 +129,9 @@ def memories_between(r: Reader, owner: str, since: int, until: int, project: str
 
 
 def span(r: Reader, owner: str) -> tuple[int | None, int | None]:
-    """The first and last time of `owner`'s transcripts (epoch ms), None when there are none."""
-    row = r.one(
-        "SELECT MIN(at) AS first_at, MAX(at) AS last_at FROM transcript_messages WHERE owner = :o", {"o": owner}
-    )
-    if row is None:
-        return None, None
-    return row["first_at"], row["last_at"]
+    """The first and last time of `owner`'s transcripts (epoch ms), None when there are none: two walks of
+    the time index (MIN and MAX in one statement would scan every row of the owner)."""
+    edge = "SELECT t.at FROM transcript_messages t WHERE t.owner = :o AND t.at IS NOT NULL ORDER BY t.at {} LIMIT 1"
+    first = r.scalar(edge.format("ASC"), {"o": owner})
+    last = r.scalar(edge.format("DESC"), {"o": owner})
+    return first, last
