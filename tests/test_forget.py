@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.fakes import HashingEmbedder
+from threadloom.dialog.model import DialogFilters
+from threadloom.dialog.search import DialogSearch
 from threadloom.erasure.service import Eraser
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
@@ -99,8 +101,15 @@ def world(tmp_path: Path) -> World:
     return w
 
 
+def _dialog_hits(world: World, query: str) -> list[str]:
+    found = DialogSearch(world.store, world.engine).search(query, ANA, DialogFilters(), limit=10, window=1)
+    texts = [h["text"] for h in found["hits"]]
+    return texts + [t["text"] for h in found["hits"] for t in (*h["before"], *h["after"])]
+
+
 def test_forget_by_text_erases_rows_index_vectors_and_the_bytes(world: World) -> None:
     assert MARKER.encode() in world.file_bytes()  # the check below can fail: the marker was there
+    assert any(MARKER in t for t in _dialog_hits(world, MARKER))
     docs_before = world.count("SELECT COUNT(*) FROM documents")
     vectors_before = world.count("SELECT COUNT(*) FROM document_vectors")
 
@@ -116,6 +125,8 @@ def test_forget_by_text_erases_rows_index_vectors_and_the_bytes(world: World) ->
     assert compaction["complete"] is True and compaction["wal_bytes"] == 0
     assert MARKER.encode() not in world.file_bytes()
     assert b"keep" in world.file_bytes() or b"cart" in world.file_bytes()  # the rest is still there
+    assert not any(MARKER in t for t in _dialog_hits(world, MARKER))  # a neighbouring turn's window too
+    assert any("cart total" in t for t in _dialog_hits(world, "cart total"))
     # the tombstone keeps the key, not the text
     row = world.store.read(lambda r: r.one("SELECT role, text, tools FROM transcript_messages WHERE key = 'a1'"))
     assert row == {"role": "erased", "text": "", "tools": "[]"}
