@@ -374,3 +374,23 @@ def test_a_hostile_working_directory_resolves_to_nothing_here(tmp_path: Path, st
     assert report.added == 4 and not report.notes
     rows = store.read(lambda r: r.tuples("SELECT cwd, project FROM transcript_messages ORDER BY id"))
     assert [project for _, project in rows[:3]] == [None, None, None]  # never resolved against this process
+
+
+def test_a_turn_rewritten_in_place_replaces_its_stored_version(tmp_path: Path, store: SqliteStore) -> None:
+    home = tmp_path / "u"
+    where = home / ".gemini/tmp/abc/chats/session-2025-11-03T14-20-7c.json"
+    where.parent.mkdir(parents=True)
+    session = json.loads((FIXTURES / "gemini/session-2025-11-03T14-20-7c1d2e3f.json").read_text())
+    where.write_text(json.dumps(session))
+    ing = ingester(store, home)
+    first = ing.run().added
+    assert first > 0 and "Looking at the git log." in texts(store)
+    session["messages"][1]["content"] = "Looking at the git log, then the tests."  # Gemini updates the turn
+    where.write_text(json.dumps(session))
+    report = ing.run()
+    assert report.added == 0 and report.sources["gemini"].messages_revised == 1
+    assert "Looking at the git log, then the tests." in texts(store) and "Looking at the git log." not in texts(store)
+    assert count(store, "SELECT COUNT(*) FROM transcript_messages") == first
+    found = SearchEngine(store).search("tests", Filters(kinds=("transcript",))).hits
+    firsts = [hit.body.splitlines()[0] for hit in found]
+    assert firsts[0] == "Looking at the git log, then the tests." and "Looking at the git log." not in firsts

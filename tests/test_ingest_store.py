@@ -47,12 +47,17 @@ def test_a_key_is_stored_once_per_owner_and_a_revision_replaces_it(tmp_path: Pat
     first = store.write(lambda w: _put(w, "ann", _message("k1", "the lighthouse keeper")))
     assert first is not None and first[1]
     assert store.write(lambda w: _put(w, "ann", _message("k1", "the lighthouse keeper"))) is None
-    assert store.write(lambda w: _put(w, "ann", _message("k1", "something else"))) is None  # not a revision
     assert store.write(lambda w: _put(w, "bob", _message("k1", "the lighthouse keeper"))) is not None
     revised = store.write(lambda w: _put(w, "ann", _message("k1", "the revised keeper"), revises=True))
-    assert revised == (first[0], True)
+    assert revised == (first[0], False)
+    # Other content under a held key is the client's rewrite even unflagged (a whole file read again).
+    assert store.write(lambda w: _put(w, "ann", _message("k1", "the keeper, again"))) == (first[0], False)
     texts = store.read(lambda r: r.tuples("SELECT owner, text FROM transcript_messages ORDER BY owner"))
-    assert texts == [("ann", "the revised keeper"), ("bob", "the lighthouse keeper")]
+    assert texts == [("ann", "the keeper, again"), ("bob", "the lighthouse keeper")]
+    # An erased message stays erased when its file is read again, unless the client revised it since.
+    store.write(lambda w: w.execute("UPDATE transcript_messages SET role = 'erased', text = '' WHERE owner = 'ann'"))
+    assert store.write(lambda w: _put(w, "ann", _message("k1", "the keeper, again"))) is None
+    assert store.write(lambda w: _put(w, "ann", _message("k1", "a new turn"), revises=True)) == (first[0], False)
     cover = store.read(lambda r: transcripts.coverage(r, "ann"))
     assert [(c["source"], c["messages"], c["sessions"]) for c in cover] == [("claude-code", 1, 1)]
 

@@ -287,8 +287,8 @@ class Ingester:
             doc = document(written[0], row)
             if doc is not None:
                 docs.append(doc)
-            revised += revises
-            added += not revises
+            added += written[1]
+            revised += not written[1]
         SearchEngine.index_many(w, docs)
         problem = next((f"{p.reason}: {p.detail}" for p in b.result.problems if p.reason not in QUIET), None)
         counters = b.counters | {"pending": b.result.more}

@@ -29,6 +29,7 @@ from typing import Any
 from threadloom.store.base import Reader, Row, Writer
 
 DOCUMENT_KIND = "transcript"
+ERASED_ROLE = "erased"  # a row `forget` emptied: its key stays, so a re-read file does not bring it back
 
 
 @dataclass(frozen=True)
@@ -83,8 +84,8 @@ def file_stats(r: Reader, owner: str, source: str) -> list[dict[str, Any]]:
 
 
 def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: int) -> tuple[int, bool] | None:
-    """Store `m` unless its key is held already; a revision replaces the held row's content.
-    Returns (row id, whether its text changed), or None when nothing was written."""
+    """Store `m` unless its key is held with the same content; other content under a held key replaces it.
+    Returns (row id, whether the row is new), or None when nothing was written."""
     values = {
         "o": owner,
         "src": m.source,
@@ -110,12 +111,15 @@ def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: 
     )
     if inserted is not None:
         return int(inserted["id"]), True
-    if not revises:
-        return None
     found = w.one(
-        "SELECT id, text, tools FROM transcript_messages WHERE owner = :o AND source = :src AND key = :k", values
+        "SELECT id, role, text, tools FROM transcript_messages WHERE owner = :o AND source = :src AND key = :k", values
     )
     if found is None or (found["text"] == m.text and found["tools"] == m.tools):
+        return None
+    # A held key with other content is the client's rewrite of that record, flagged or not (a whole-file
+    # session re-read from its start has lost the memory that flags it). An erased one stays erased unless
+    # the client revised it since.
+    if found["role"] == ERASED_ROLE and not revises:
         return None
     w.execute(
         "UPDATE transcript_messages SET session_id = :sid, role = :role, text = :t, tools = :tools, at = :at, "
@@ -123,7 +127,7 @@ def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: 
         "ingested_at = :now WHERE id = :id",
         values | {"id": found["id"]},
     )
-    return int(found["id"]), True
+    return int(found["id"]), False
 
 
 def save_last_pass(w: Writer, owner: str, source: str, stats: dict[str, Any], now: int) -> None:
