@@ -394,3 +394,26 @@ def test_a_turn_rewritten_in_place_replaces_its_stored_version(tmp_path: Path, s
     found = SearchEngine(store).search("tests", Filters(kinds=("transcript",))).hits
     firsts = [hit.body.splitlines()[0] for hit in found]
     assert firsts[0] == "Looking at the git log, then the tests." and "Looking at the git log." not in firsts
+
+
+def test_a_stopped_pass_ends_after_its_batch_and_the_next_goes_on_exactly(tmp_path: Path, store: SqliteStore) -> None:
+    home = tmp_path / "u"
+    claude_file(home).write_text("".join(line(n, f"{n} {'z' * 2000}") for n in range(1, 1500)))  # several batches
+    real = sources()[0]
+
+    class Stopping:
+        name = "claude-code"
+
+        def discover(self, home: Path, env: Any = None) -> Any:
+            return real.discover(home, env)
+
+        def parse(self, path: Path, cursor: Any, *, budget: int = 1 << 20) -> Any:
+            ing.stop()  # the daemon retires while the first batch is read
+            return real.parse(path, cursor, budget=budget)
+
+    ing = Ingester(store, IngestConfig("ada", home, {}), [Stopping()])
+    report = ing.run()
+    held = count(store, "SELECT COUNT(*) FROM transcript_messages")
+    assert 0 < report.added == held < 1499 and not report.notes
+    assert ingester(store, home).run().added == 1499 - held
+    assert count(store, "SELECT COUNT(DISTINCT key) FROM transcript_messages") == 1499

@@ -47,6 +47,10 @@ class IngestJob:
         self._asked.add(source)
         self._wake.set()
 
+    def stop(self) -> None:
+        """The daemon retires: a pass under way ends after its current batch instead of its whole budget."""
+        self.ingester.stop()
+
     async def run(self) -> None:
         if not self.enabled:
             log.info("transcript ingest is off (THREADLOOM_INGEST=false)")

@@ -66,8 +66,10 @@ class Daemon:
             tg.start_soon(self._watch_idle)
             tg.start_soon(self._watch_signals)
             tg.start_soon(self.runtime.run_background_jobs)
-            tg.start_soon(ingest_job.start(self.runtime).run)  # transcripts: the poll and session-end passes
+            ingest = ingest_job.start(self.runtime)  # transcripts: the poll and session-end passes
+            tg.start_soon(ingest.run)
             await self._retire.wait()
+            ingest.stop()
             await self._stop_listening()
             while self._sessions and not self._force:
                 await anyio.sleep(IDLE_CHECK_S / 5)

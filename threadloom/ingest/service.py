@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -100,6 +101,11 @@ class Ingester:
         self._scrubber = Scrubber(config.scrub)
         self._holder = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._parsed: dict[str, tuple[tuple[str, str], Cursor | None, dict[str, Any]]] = {}
+        self._stopping = threading.Event()
+
+    def stop(self) -> None:
+        """End the pass under way after its current batch (the daemon is retiring); later passes do nothing."""
+        self._stopping.set()
 
     def source_names(self) -> list[str]:
         return [s.name for s in self.sources]
@@ -126,7 +132,7 @@ class Ingester:
         for f in work:
             stats[f.source.name].files_seen += 1
         for f in sorted(work, key=lambda f: f.pending):  # small live files first; a huge one gets the rest
-            if report.busy:
+            if report.busy or self._stopping.is_set():
                 break
             room = None if pass_budget is None else pass_budget - done
             budget = min(x for x in (file_budget, room) if x is not None) if (file_budget or room) else None
@@ -224,6 +230,8 @@ class Ingester:
                 side.messages_excluded += b.excluded
                 if b.cut:
                     side.pending_files += 1
+                if self._stopping.is_set():
+                    break
         except (StoreBusy, LeaseLost) as exc:
             state.report.busy = True
             state.report.note(f"{f.path}: stopped, {exc}")
