@@ -8,6 +8,7 @@ stays: the name it was assigned to, the quotes, the URL without its password.
 from __future__ import annotations
 
 import bisect
+import re
 import string
 from dataclasses import dataclass
 from typing import Final
@@ -43,9 +44,20 @@ def placeholder(kind: str) -> str:
 _ASCII_LOWER: Final = str.maketrans(string.ascii_uppercase, string.ascii_lowercase)
 
 
+_NON_ASCII: Final = re.compile(r"[^\x00-\x7f]")
+
+
 def _lower(text: str) -> str:
-    """Lower case, position for position (`str.lower` lengthens a few non-ASCII letters, such as 'İ')."""
-    return text.lower() if text.isascii() else text.translate(_ASCII_LOWER)
+    """ASCII letters in lower case, position for position (`str.lower` lengthens a few non-ASCII letters,
+    such as 'İ', and folds others, such as the Kelvin sign to 'k')."""
+    if text.isascii():
+        return text.lower()
+    # `translate` costs a dict lookup per character: `lower` is exact too when it kept the length (each
+    # character gave one) and left every non-ASCII character as it was (punctuation such as '…').
+    lowered = text.lower()
+    if len(lowered) == len(text) and all(lowered[m.start()] == m.group() for m in _NON_ASCII.finditer(text)):
+        return lowered
+    return text.translate(_ASCII_LOWER)
 
 
 def _by_needle(folded: bool) -> tuple[tuple[str, tuple[int, ...]], ...]:
