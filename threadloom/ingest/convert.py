@@ -48,14 +48,17 @@ def _tool(t: ToolUse, scrubber: Scrubber) -> dict[str, object]:
     return shown
 
 
-def stored(m: Message, scrubber: Scrubber, project: str | None) -> StoredMessage:
+def stored(m: Message, scrubber: Scrubber, project: str | None) -> tuple[StoredMessage, str]:
+    """The message as persisted, and its search document's body (built from the tool calls before they are
+    encoded, so the write does not decode them again)."""
     tools = [_tool(t, scrubber) for t in m.tools]
-    return StoredMessage(
+    text = scrubber.text(m.text)
+    row = StoredMessage(
         source=m.source,
         session_id=m.session_id,
         key=m.key,
         role=m.role,
-        text=scrubber.text(m.text),
+        text=text,
         tools=json.dumps(tools, ensure_ascii=False, separators=(",", ":")) if tools else "[]",
         at=m.epoch_ms,
         cwd=m.cwd,
@@ -65,19 +68,24 @@ def stored(m: Message, scrubber: Scrubber, project: str | None) -> StoredMessage
         path=m.path,
         offset=m.offset,
     )
+    return row, _body(text, tools)
 
 
-def document(row_id: int, m: StoredMessage) -> Document | None:
-    """The message's search document: its text, then one line per tool call; None when both are empty."""
-    body = m.text
-    if m.tools != "[]":
-        lines = []
-        for tool in json.loads(m.tools):
-            line = f"[{tool['name']}] {tool.get('args', '')}".rstrip()
-            if "result" in tool:
-                line += f" -> {tool['result']}"
-            lines.append(line)
-        body = "\n".join([body, *lines]) if body else "\n".join(lines)
+def _body(text: str, tools: list[dict[str, object]]) -> str:
+    """The message's text, then one line per tool call."""
+    if not tools:
+        return text
+    lines = []
+    for tool in tools:
+        line = f"[{tool['name']}] {tool.get('args', '')}".rstrip()
+        if "result" in tool:
+            line += f" -> {tool['result']}"
+        lines.append(line)
+    return "\n".join([text, *lines]) if text else "\n".join(lines)
+
+
+def document(row_id: int, m: StoredMessage, body: str) -> Document | None:
+    """The message's search document (`body` from `stored`); None when it is empty."""
     if not body.strip():
         return None
     return Document(

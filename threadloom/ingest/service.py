@@ -75,7 +75,7 @@ class _File:
 @dataclass(frozen=True)
 class _Batch:
     result: ParseResult
-    rows: list[tuple[StoredMessage, bool]] | None  # None: the file could not be read
+    rows: list[tuple[StoredMessage, bool, str]] | None  # with revises and the document body; None: unreadable
     excluded: int
     read: int  # bytes of the file read so far this pass
     cut: bool  # the byte budget ran out before the end of the file
@@ -266,17 +266,18 @@ class Ingester:
                 continue
             state.report.problem(problem.path, problem.reason, problem.detail)
 
-    def _prepare(self, result: ParseResult, state: _Pass) -> tuple[list[tuple[StoredMessage, bool]], int]:
+    def _prepare(self, result: ParseResult, state: _Pass) -> tuple[list[tuple[StoredMessage, bool, str]], int]:
         """The messages to write, scrubbed and their projects resolved (outside the transaction), and how
         many were excluded."""
-        rows: list[tuple[StoredMessage, bool]] = []
+        rows: list[tuple[StoredMessage, bool, str]] = []
         excluded = 0
         for message in result.messages:
             project = state.projects.of(message.cwd)
             if state.exclusions.session(message.session_id) or state.exclusions.any_folder((message.cwd, project)):
                 excluded += 1
                 continue
-            rows.append((stored(message, self._scrubber, project), message.revises))
+            row, body = stored(message, self._scrubber, project)
+            rows.append((row, message.revises, body))
         return rows, excluded
 
     def _save_batch(self, w: Writer, *, f: _File, b: _Batch) -> tuple[int, int]:
@@ -288,11 +289,11 @@ class Ingester:
         added = revised = 0
         docs = []
         assert b.rows is not None and b.result.cursor is not None
-        for row, revises in b.rows:
+        for row, revises, body in b.rows:
             written = tables.upsert_message(w, self.config.owner, row, revises, now)
             if written is None:
                 continue
-            doc = document(written[0], row)
+            doc = document(written[0], row, body)
             if doc is not None:
                 docs.append(doc)
             added += written[1]

@@ -73,7 +73,7 @@ class SearchEngine:
         """`index` for a batch (transcript ingest): term frequencies counted once per distinct stem."""
         now = now_ms()
         with term_stats.batched(w):
-            return [documents.upsert(w, doc, now) for doc in docs]
+            return documents.upsert_many(w, docs, now)
 
     @staticmethod
     def remove(w: Writer, kind: str, ref: str) -> bool:

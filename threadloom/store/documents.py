@@ -78,6 +78,25 @@ def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
 
 def upsert(w: Writer, doc: Document, now: int) -> int:
     """Insert or update the document of (kind, ref); return its id. A changed body makes its vectors stale."""
+    return upsert_many(w, [doc], now)[0]
+
+
+def upsert_many(w: Writer, docs: Sequence[Document], now: int) -> list[int]:
+    """`upsert` for a batch: held rows looked up in one statement per kind (a key given twice, again)."""
+    sql = "SELECT id, ref, content_hash, title, body FROM documents WHERE kind = :k AND ref IN (SELECT value "
+    held: dict[tuple[str, str], Row] = {}
+    for kind in {d.kind for d in docs}:
+        refs = json.dumps([d.ref for d in docs if d.kind == kind])
+        held.update(((kind, r["ref"]), r) for r in w.rows(sql + "FROM json_each(:r))", {"k": kind, "r": refs}))
+    ids, seen = [], set()
+    for doc in docs:
+        key = (doc.kind, doc.ref)
+        ids.append(upsert(w, doc, now) if key in seen else _write(w, doc, now, held.get(key)))
+        seen.add(key)
+    return ids
+
+
+def _write(w: Writer, doc: Document, now: int, found: Row | None) -> int:
     digest = content_hash(doc)
     values = {
         "kind": doc.kind,
@@ -92,7 +111,6 @@ def upsert(w: Writer, doc: Document, now: int) -> int:
         "occurred_at": doc.occurred_at,
         "now": now,
     }
-    found = w.one("SELECT id, content_hash, title, body FROM documents WHERE kind = :kind AND ref = :ref", values)
     if found is None:
         term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
         return w.insert(

@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Final
+from typing import Final, cast
 
 import apsw
 
@@ -35,8 +35,10 @@ def stems(text: str) -> list[str]:
     with _lock:
         if _tokenizer is None:
             _tokenizer = apsw.Connection(":memory:").fts5_tokenizer("porter", TOKENIZER_ARGS)
-        tokens = _tokenizer(text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None)
-    return [token[2] for token in tokens if len(token) > 2 and token[2]]
+        tokens = _tokenizer(
+            text.encode(), apsw.FTS5_TOKENIZE_DOCUMENT, None, include_offsets=False, include_colocated=False
+        )
+    return [token for token in cast(list[str], tokens) if token]  # without offsets or synonyms: strings
 
 
 def count(w: Writer, text: str, delta: int) -> None:
@@ -65,9 +67,13 @@ def count_many(w: Writer, changes: Sequence[tuple[str, int]]) -> None:
     its words, and one upsert per stem cost more than the batch's full-text indexing)."""
     deltas: Counter[str] = Counter()
     for text, delta in changes:
-        for stem in set(stems(text)):
-            deltas[stem] += delta
-        deltas[TOTAL] += delta
+        distinct = {*stems(text), TOTAL}
+        if delta == 1:
+            deltas.update(distinct)  # counted in C
+        elif delta == -1:
+            deltas.subtract(distinct)
+        else:
+            deltas.update(dict.fromkeys(distinct, delta))
     changed = {stem: delta for stem, delta in deltas.items() if delta}
     if changed:  # one statement however many stems (`WHERE true`: SQLite's upsert-from-select rule)
         w.execute(

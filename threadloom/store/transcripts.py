@@ -103,14 +103,14 @@ def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: 
         "off": m.offset,
         "now": now,
     }
-    inserted = w.one(
+    inserted = w.tuples(  # tuples: no row dict built for each of a batch's messages
         "INSERT INTO transcript_messages (owner, source, session_id, key, role, text, tools, at, cwd, project, "
         "model, format, path, offset, ingested_at) VALUES (:o, :src, :sid, :k, :role, :t, :tools, :at, :cwd, "
         ":proj, :model, :fmt, :path, :off, :now) ON CONFLICT (owner, source, key) DO NOTHING RETURNING id",
         values,
     )
-    if inserted is not None:
-        return int(inserted["id"]), True
+    if inserted:
+        return int(inserted[0][0]), True
     found = w.one(
         "SELECT id, role, text, tools FROM transcript_messages WHERE owner = :o AND source = :src AND key = :k", values
     )
