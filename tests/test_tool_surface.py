@@ -213,3 +213,20 @@ async def test_help_leaves_out_advice_about_tools_the_session_lacks(home: Path) 
     advice = help_text.split("Your tools")[0]
     assert set(re.findall(r"`([a-z_]+)`", advice)) & every_tool <= names
     assert "memory_store" not in advice and '"retryable"' in advice  # the advice that holds is kept
+
+
+async def test_instructions_and_thread_prompts_name_only_the_sessions_tools(home: Path) -> None:
+    every_tool = {t.name for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS)}
+    params = serve_params(home, "--in-process", THREADLOOM_TOOLSET="core,memory_graph")
+    async with Client(params, mode="legacy") as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+        instructions = client.instructions or ""
+        texts = [
+            (await client.get_prompt(name, args)).messages[0].content.text  # type: ignore[union-attr]
+            for name, args in [("merge", {}), ("switch", {"thread_id": "x"}), ("create", {"title": "t"})]
+        ]
+    assert set(re.findall(r"`([a-z_]+)`", instructions)) & every_tool <= names
+    assert "memory_store" not in instructions and '"retryable"' in instructions
+    for text in texts:
+        assert "not offered" in text and "THREADLOOM_TOOLSET" in text, text
+        assert "Call thread_" not in text

@@ -1,6 +1,10 @@
 """What threadloom tells an agent about using it: sent as MCP instructions, and written into
 instruction files (AGENTS.md, a Cursor rule) for agents that do not read those."""
 
+import re
+from collections.abc import Collection
+from typing import Final
+
 INSTRUCTIONS = """\
 threadloom is the shared, persistent memory of the coding agents on this machine.
 - At the start, read the brief (`brief`): core memory, your thread, inbox, live peers and a "now" \
@@ -13,3 +17,11 @@ it; when one is outdated, `memory_amend` it.
 - Times: an ISO 8601 date or date-time, or epoch ms, copied from the now table, never computed. \
 Times returned are ISO with their offset.
 """
+_NAMED: Final = re.compile(r"`([a-z_]+)`")
+
+
+def instructions_for(offered: Collection[str], known: Collection[str]) -> str:
+    """INSTRUCTIONS without the lines that name a tool (`like_this`) the session is not offered."""
+    missing = set(known) - set(offered)
+    kept = [line for line in INSTRUCTIONS.splitlines() if not missing & set(_NAMED.findall(line))]
+    return "\n".join(kept) + "\n"

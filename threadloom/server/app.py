@@ -5,7 +5,6 @@ from __future__ import annotations
 import inspect
 import json
 import logging
-import re
 import time
 from collections.abc import Mapping
 from dataclasses import astuple, replace
@@ -21,7 +20,7 @@ from pydantic import ValidationError
 
 from threadloom import __version__, requests, scrub
 from threadloom.errors import ThreadloomError
-from threadloom.guide import INSTRUCTIONS
+from threadloom.guide import INSTRUCTIONS, instructions_for
 from threadloom.requests import Request
 from threadloom.runtime import Runtime
 from threadloom.server import errors
@@ -68,6 +67,11 @@ class ThreadloomServer(MCPServer[Any]):
     @property
     def lowlevel(self) -> Any:
         return self._lowlevel_server
+
+    def initialization_options(self, toolset: frozenset[str]) -> Any:
+        """What `initialize` answers a session: its instructions name only the tools it is offered."""
+        options = self._lowlevel_server.create_initialization_options()
+        return options.model_copy(update={"instructions": instructions_for(toolset, self.tool_defs)})
 
     async def list_tools(self) -> list[MCPTool]:
         """tools/list as an agent pays for it: the schemas compacted (argument validation is unchanged)."""
@@ -273,8 +277,7 @@ def _add_resources_and_prompts(server: ThreadloomServer) -> None:
     def help_prompt(ctx: Context) -> str:
         """Explains what threadloom offers this session and how to call it."""
         toolset = connection_of(ctx.request_context).toolset
-        missing = set(server.tool_defs) - toolset  # an instruction about a tool this session lacks is left out
-        advice = [line for line in INSTRUCTIONS.splitlines() if not missing & set(re.findall(r"`(\w+)`", line))]
+        advice = instructions_for(toolset, server.tool_defs).splitlines()
         lines = [*advice, "Your tools (THREADLOOM_TOOLSET adds groups):"]
         for tool in server.tool_defs.values():
             if tool.name in toolset:

@@ -112,21 +112,24 @@ def add_thread_views(server: ThreadloomServer) -> None:
         return "threadloom threads:\n\n" + str(found["tree"])
 
     @server.prompt(name="create", title="Start a thread")
-    def create_prompt(title: str) -> str:
+    def create_prompt(title: str, ctx: Context) -> str:
         """Starts a child thread of the active one for a new topic."""
-        return f"Call thread_create with title {title!r}, then thread_context, and continue in that thread."
+        steps = f"Call thread_create with title {title!r}, then thread_context, and continue in that thread."
+        return _lacking(ctx, "thread_create", "thread_context") or steps
 
     @server.prompt(name="switch", title="Switch threads")
-    def switch_prompt(thread_id: str) -> str:
+    def switch_prompt(thread_id: str, ctx: Context) -> str:
         """Switches this session to another thread and loads its context."""
-        return (
+        return _lacking(ctx, "thread_status", "thread_context") or (
             f"Call thread_status with status 'active' and thread_id {thread_id!r}, then thread_context, "
             "and continue from the context it returns."
         )
 
     @server.prompt(name="summary", title="Save the thread summary")
-    def summary_prompt(text: str = "") -> str:
+    def summary_prompt(ctx: Context, text: str = "") -> str:
         """Saves the given summary, or has the agent write one."""
+        if lacking := _lacking(ctx, "thread_summary"):
+            return lacking
         if text:
             return f"Call thread_summary with this text as the whole summary:\n\n{text}"
         return (
@@ -139,6 +142,8 @@ def add_thread_views(server: ThreadloomServer) -> None:
     def merge_prompt(ctx: Context) -> str:
         """Folds the finished active thread into its parent."""
         read = "Read the parent's summary (thread_context shows its decisions), write the parent's new summary "
+        if lacking := _lacking(ctx, "thread_context", "thread_summary", "thread_status"):
+            return lacking
         if "thread_merge" in connection_of(ctx.request_context).toolset:
             return read + "including this thread's conclusions, and call thread_merge with it as parent_summary."
         return (  # the default toolset has no thread_merge: the same steps with the tools it has
@@ -146,3 +151,14 @@ def add_thread_views(server: ThreadloomServer) -> None:
             "parent). Then call thread_status with status 'done' and the outcome as reason, and thread_status "
             "with status 'active' and the parent's thread_id to continue there."
         )
+
+
+def _lacking(ctx: Context, *tools: str) -> str | None:
+    """What a prompt says instead of its steps when they need tools this session is not offered."""
+    missing = [t for t in tools if t not in connection_of(ctx.request_context).toolset]
+    if not missing:
+        return None
+    return (
+        f"This session is not offered {', '.join(missing)}, which this prompt needs: start the agent with "
+        "THREADLOOM_TOOLSET including the threads group (the default set has it)."
+    )

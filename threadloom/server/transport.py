@@ -91,7 +91,7 @@ async def _serve(server: ThreadloomServer, read_stream: object, write_stream: ob
             read_stream,  # type: ignore[arg-type]
             write_stream,  # type: ignore[arg-type]
             lifespan_state=state,
-            init_options=lowlevel.create_initialization_options(),
+            init_options=server.initialization_options(state.toolset),
         )
     finally:
         with anyio.CancelScope(shield=True):
