@@ -215,7 +215,7 @@ def run_path(
     """Ingest one conversation by `path` and ask its questions in every configuration; the ingest seconds."""
     embedder = engine.embedder
     memory = MemoryService(store, engine)
-    recall = MemoryRecall(store, engine, ScoringConfig(), Reactivations(store, ScoringConfig()))  # deferred, as served
+    recall = MemoryRecall(store, engine, ScoringConfig(), Reactivations(store))  # deferred, as served
     turns = conversation(conv)
     started = time.perf_counter()
     held = ingest(memory, conv_id, path, turns)

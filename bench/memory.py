@@ -138,7 +138,7 @@ def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bu
         engine = SearchEngine(store, embedder)
         config = ScoringConfig()
         service = MemoryService(store, engine, config)
-        recall = MemoryRecall(store, engine, config, Reactivations(store, config))  # deferred, as served
+        recall = MemoryRecall(store, engine, config, Reactivations(store))  # deferred, as served
         bulk = max(0, n - measured) if n > BULK_ABOVE or force_bulk else 0
         started_bulk = time.perf_counter()
         for start in range(0, bulk, 5_000):

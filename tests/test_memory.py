@@ -178,7 +178,9 @@ def test_recall_reactivates_unless_read_only_and_has_two_verbosities(g: Graph) -
     assert set(concise) == {"kind", "id", "summary", "status", "activation", "is_core", "score"}
     assert concise["summary"] == "formatter: ruff"
     full = g.recall.recall("formatting", PROV)["memories"][0]
-    assert full["id"] == mid and full["reactivation_count"] == 2 and "why" in full
+    assert full["id"] == mid and full["reactivation_count"] == 0 and "why" in full  # journaled, not yet applied
+    Maintenance(g.store, ScoringConfig()).apply_recalls()
+    assert g.recall.search("", PROV)["memories"][0]["reactivation_count"] == 2
 
 
 def test_full_recall_follows_the_why_chain(g: Graph) -> None:
@@ -222,6 +224,7 @@ def test_search_filters_and_enumerates_by_recency(g: Graph) -> None:
     assert [m["id"] for m in by_entity] == [a]
     assert g.recall.search("", PROV, RecallFilters(created_since=2**62))["memories"] == []
     g.recall.recall("Bob", PROV, k=1)  # alone: the memories stored beside it in its session come next
+    Maintenance(g.store, ScoringConfig()).apply_recalls()
     listed = {m["id"]: m for m in g.recall.search("", PROV)["memories"]}
     assert listed[b]["reactivation_count"] == 1 and listed[a]["reactivation_count"] == 0
     at = listed[b]["last_reactivated_at"]

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.helpers import DEFAULT_TOOLS, RawSession, cli, serve_params, structured
+from tests.helpers import DEFAULT_TOOLS, RawSession, cli, serve_params, structured, wait_for
 from tests.test_hooks import claude_start, hook, repository
 from threadloom import tokens
 from threadloom.store.base import Reader
@@ -122,7 +122,7 @@ async def test_the_first_reads_change_nothing_but_the_journal(home: Path, tmp_pa
     async with Client(params, mode="legacy") as client:
         await client.call_tool("thread_project", {"action": "create", "title": "Shop"})
         await client.call_tool("thread_create", {"title": "cart"})
-        await client.call_tool("memory_store", {"content": "orders live in postgres"})
+        stored = structured(await client.call_tool("memory_store", {"content": "orders live in postgres"}))
         files = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
         before = _tables(home)
         for name, args in (
@@ -131,12 +131,25 @@ async def test_the_first_reads_change_nothing_but_the_journal(home: Path, tmp_pa
             ("brief", {}),
             ("brief", {"scope": "query", "query": "postgres"}),
             ("memory_recall", {"query": "postgres", "read_only": True}),
+            ("memory_recall", {"query": "postgres"}),  # the default: journals what it returned, nothing more
         ):
             result = await client.call_tool(name, args)
             assert not result.is_error, (name, result.content)
+        wait_for(lambda: bool(_recalled(home)), timeout=15, what="the recall's journal entry")
         after = _tables(home)
+    assert [json.loads(detail)["refs"] for detail in _recalled(home)] == [[stored["id"]]]
     assert {t for t in after if after[t] != before.get(t)} <= {"events"}, (before, after)
     assert files == {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+
+
+def _recalled(home: Path) -> list[str]:
+    store = SqliteStore(home / "threadloom.db")
+    try:
+        return store.read(
+            lambda r: [row["detail"] for row in r.rows("SELECT detail FROM events WHERE kind = 'memory.recalled'")]
+        )
+    finally:
+        store.close()
 
 
 def _tables(home: Path) -> dict[str, str]:

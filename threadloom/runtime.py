@@ -22,7 +22,7 @@ from threadloom.coordination.waiting import SignalWaiters
 from threadloom.errors import ThreadloomError
 from threadloom.memory.core import CoreMemory
 from threadloom.memory.maintenance import Maintenance
-from threadloom.memory.reactivation import FLUSH_INTERVAL_S, Reactivations
+from threadloom.memory.reactivation import FLUSH_INTERVAL_S, REINFORCE_INTERVAL_S, Reactivations
 from threadloom.memory.recall import MemoryRecall
 from threadloom.memory.scoring import ScoringConfig
 from threadloom.memory.service import LinkingConfig, MemoryService
@@ -153,15 +153,18 @@ class Runtime:
                 log.info("recorded %d task(s) whose spawning process had gone", settled)
 
     async def keep_recalls_recorded(self) -> None:
-        """Write the recalls waiting to be counted (memory/reactivation.py), in one transaction, every few
-        seconds; a failed write keeps them for the next."""
+        """Journal the recalls waiting (memory/reactivation.py), in one transaction, every few seconds (a
+        failed write keeps them for the next); every REINFORCE_INTERVAL_S, reinforce what was recalled."""
         reactivations = self.recall.reactivations
+        reinforced = time.monotonic()
         while True:
             await anyio.sleep(FLUSH_INTERVAL_S)
-            if not reactivations.waiting():
-                continue
             try:
-                await self.call(reactivations.flush)
+                if reactivations.waiting():
+                    await self.call(reactivations.flush)
+                if time.monotonic() - reinforced >= REINFORCE_INTERVAL_S:
+                    reinforced = time.monotonic()
+                    await self.call(self.maintenance.apply_recalls)
             except ThreadloomError as exc:
                 log.warning("recording recalls failed, kept for the next try: %s", exc.message)
 
@@ -242,7 +245,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
         search=search,
         embedder=LazyEmbedder(settings, on_ready=search.attach_embedder),
         memory=memory,
-        recall=MemoryRecall(store, search, scoring, Reactivations(store, scoring)),
+        recall=MemoryRecall(store, search, scoring, Reactivations(store)),
         core=CoreMemory(store, memory),
         maintenance=Maintenance(store, scoring),
         threads=threads,

@@ -1,6 +1,7 @@
-"""The maintenance pass: rescore every memory, move it along the lifecycle, prune what nothing
-protects (into an archive restorable for 30 days), purge the archive, and promote memories of
-auto-core categories. Single-flight across processes through a lease in the store.
+"""The maintenance pass: apply the recalls journaled since the last one (memory/reactivation.py), rescore
+every memory, move it along the lifecycle, prune what nothing protects (into an archive restorable for 30
+days), purge the archive, and promote memories of auto-core categories. Single-flight across processes
+through a lease in the store.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from threadloom.errors import NotFound
 from threadloom.identity import Provenance
 from threadloom.memory import scoring
 from threadloom.memory.model import Memory, check_id, memory_document
+from threadloom.memory.reactivation import apply_recalls
 from threadloom.memory.service import ARCHIVE_DAYS, rescore
 from threadloom.search.model import Viewer
 from threadloom.sessions import record_event
@@ -71,6 +73,8 @@ class Maintenance:
             return report
         started = now_ms()
         try:
+            if not dry_run:
+                self.apply_recalls()  # what was recalled is not idle: before any score or prune is decided
             prefs = self._store.read(memory_upkeep.auto_categories)
             after = ""
             while True:
@@ -99,6 +103,15 @@ class Maintenance:
 
                 self._store.write(finish)
         return report
+
+    def apply_recalls(self) -> int:
+        """Reinforce every memory recalled since the cursor, a page of events a transaction; how many events."""
+        applied = 0
+        while True:
+            done = self._store.write(lambda w: apply_recalls(w, self.config, now_ms(), PAGE))
+            applied += done
+            if done < PAGE:
+                return applied
 
     def _plan(
         self, page: list[tuple[Any, ...]], now: int, auto: dict[tuple[str, str], set[str]], report: PassReport
@@ -132,6 +145,7 @@ class Maintenance:
         return plan
 
     def _apply(self, w: Writer, plan: list[tuple[str, str, float, str | None]], now: int) -> None:
+        apply_recalls(w, self.config, now_ms(), PAGE)  # recalls journaled since the plan was read
         for memory_id, action, score, status in plan:
             if action == "prune":
                 self._prune(w, memory_id, now)
@@ -170,6 +184,8 @@ class Maintenance:
             return
         if memories.degree(w, memory_id):  # linked since the plan was made: no longer prunable
             return
+        if now - int(row["last_reactivated_at"]) < self.config.min_idle_days * scoring.DAY_MS:
+            return  # recalled since the plan was made
         memory_upkeep.archive(w, memory_id, {"memory": row}, now)
         documents.remove(w, "memory", memory_id)
         memories.delete(w, memory_id)

@@ -1,44 +1,51 @@
-"""Recording recalls off the read's path.
+"""Recording recalls off the read's path, and reinforcing what was recalled later.
 
-A recall counts as recalling what it returned (reactivation: count, last time, decay score), unless
-`read_only`. Written inside the recall, that made every default recall a write: a transaction on the
-reply's path, and a change to the memories table that moved the search generation, so the next search
-re-read its kept candidates (about +4.5 ms a recall). So a serving process queues recalls in memory
-and writes them in batches, one transaction a batch: every FLUSH_INTERVAL_S seconds (the runtime's
-background job), or as soon as FLUSH_AFTER recalls wait (on a thread of the queue's own; the reply
-never waits for it). Reactivation changes only columns no search depends on (migration
-m018_reactivation_generation), so a flush leaves the kept candidates alone.
+A recall is a read: it changes no memory. Unless `read_only`, it appends to the journal (the events table,
+which every tool call writes anyway) a `memory.recalled` event naming what it returned. The reinforcement
+(reactivation count, last time, decay score) is the memory lifecycle's: `apply_recalls`, run at the start
+of every maintenance pass (memory/maintenance.py; the `memory_maintain` tool) and by the serving process
+every REINFORCE_INTERVAL_S, applies the recall events since a cursor kept in the store (job_cursors), the
+cursor advancing in the same transaction, so a recall counts exactly once per memory however often it runs.
+It counts a recall only on the memories its user may still see. Reinforcement touches only columns no search
+depends on (migration m018_reactivation_generation), so it leaves the kept candidates alone.
 
-What this guarantees. At least once while the process lives: a batch whose write fails (busy, disk
-full) goes back to the front of the queue and is written with the next one. A crash loses what was
-queued since the last flush, at most FLUSH_INTERVAL_S seconds or FLUSH_AFTER recalls: those memories
-look idle a little longer to the decay score and the journal misses their `memory.recalled` events;
-no memory, edge or answer is lost. Until a batch is written, this process shows its own queued recalls
-in what recall returns; another process sees them once written. The queue is bounded (MAX_PENDING
-recalls, the oldest dropped first, logged) so a disk that stays full cannot grow it without end.
+The events themselves are written in batches, one transaction a batch, off the reply's path: every
+FLUSH_INTERVAL_S seconds (the runtime's background job), or as soon as FLUSH_AFTER recalls wait (on a thread
+of the queue's own; the reply never waits for it). `deferred=False` writes each at once (a one-shot process).
+
+What this guarantees. At least once while the process lives: a batch whose write fails (busy, disk full)
+goes back to the front of the queue and is written with the next one. A crash loses what was queued since
+the last flush, at most FLUSH_INTERVAL_S seconds or FLUSH_AFTER recalls: those memories look idle a little
+longer to the decay score and the journal misses their `memory.recalled` events; no memory, edge or answer
+is lost. A journaled recall is never lost: the cursor moves only with the rows it counted. The queue is
+bounded (MAX_PENDING recalls, the oldest dropped first, logged) so a disk that stays full cannot grow it
+without end.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
-from typing import Final
+from dataclasses import dataclass
+from typing import Any, Final
 
-from threadloom.clock import now_ms
 from threadloom.errors import StoreFull, ThreadloomError
 from threadloom.identity import Provenance
 from threadloom.memory import scoring
-from threadloom.memory.model import Memory
+from threadloom.search.model import Viewer
 from threadloom.sessions import record_event
-from threadloom.store import documents, memories
-from threadloom.store.base import Reader, Store, Writer
+from threadloom.store import documents, jobs, memories
+from threadloom.store.base import Store, Writer
 
 FLUSH_INTERVAL_S: Final = 2.0
 FLUSH_AFTER: Final = 64
 MAX_PENDING: Final = 10_000
+REINFORCE_INTERVAL_S: Final = 60.0
+CURSOR: Final = "memory.recalls"
+EVENT: Final = "memory.recalled"
 log = logging.getLogger(__name__)
 
 
@@ -46,40 +53,36 @@ log = logging.getLogger(__name__)
 class Recall:
     prov: Provenance
     refs: tuple[str, ...]
-    at: int
 
 
 class Reactivations:
-    """The recalls not yet written. `deferred=False` writes each one at once, inside `record` (a one-shot
-    process such as the CLI, and tests that read the tables straight after a recall)."""
+    """The recalls not yet journaled. `deferred=False` journals each one at once, inside `record` (a one-shot
+    process such as the CLI, and tests that read the journal straight after a recall)."""
 
     def __init__(
         self,
         store: Store,
-        config: scoring.ScoringConfig,
         *,
         deferred: bool = True,
         flush_after: int = FLUSH_AFTER,
         max_pending: int = MAX_PENDING,
     ) -> None:
         self._store = store
-        self._config = config
         self.deferred = deferred
         self._flush_after = flush_after
         self._max_pending = max_pending
         self._queue: list[Recall] = []
-        self._writing: list[Recall] = []  # taken from the queue, not yet committed: still shown
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
         self._flusher: ThreadPoolExecutor | None = None
         self.failing: str | None = None  # why the last write failed, until one succeeds
 
-    def record(self, refs: Sequence[str], prov: Provenance, at: int) -> bool:
-        """Count a recall of `refs`; False when it could not be counted (only when not deferred: a full disk)."""
-        recall = Recall(prov, tuple(refs), at)
+    def record(self, refs: Sequence[str], prov: Provenance) -> bool:
+        """Journal a recall of `refs`; False when it could not be (only when not deferred: a full disk)."""
+        recall = Recall(prov, tuple(refs))
         if not self.deferred:
             try:
-                self._store.write(lambda w: self._write(w, [recall], now_ms()))
+                self._store.write(lambda w: _journal(w, [recall]))
             except StoreFull:
                 return False
             return True
@@ -93,51 +96,28 @@ class Reactivations:
 
     def waiting(self) -> int:
         with self._lock:
-            return len(self._queue) + len(self._writing)
-
-    def shown(self, r: Reader, found: dict[str, Memory], now: int) -> dict[str, Memory]:
-        """`found` as it stands once this process's waiting recalls are written (read your own recalls)."""
-        with self._lock:
-            waiting = [(recall.refs, recall.at) for recall in (*self._writing, *self._queue)]
-        counts: dict[str, int] = {}
-        last: dict[str, int] = {}
-        for refs, at in waiting:
-            for ref in refs:
-                if ref in found:
-                    counts[ref] = counts.get(ref, 0) + 1
-                    last[ref] = max(last.get(ref, 0), at)
-        if not counts:
-            return found
-        degrees = memories.degrees(r, list(counts))
-        out = dict(found)
-        for ref, count in counts.items():
-            out[ref] = self._reactivated(found[ref], count, last[ref], degrees.get(ref, 0), now)
-        return out
+            return len(self._queue)
 
     def flush(self) -> int:
-        """Write every waiting recall in one transaction; how many. On failure they wait for the next flush."""
+        """Journal every waiting recall in one transaction; how many. On failure they wait for the next flush."""
         with self._flushing:
             with self._lock:
                 batch, self._queue = self._queue, []
-                self._writing = batch
             if not batch:
                 return 0
             try:
-                self._store.write(lambda w: self._write(w, batch, now_ms()))
+                self._store.write(lambda w: _journal(w, batch))
             except ThreadloomError as exc:
                 with self._lock:
                     self._queue = batch + self._queue
-                    self._writing = []
                     self._trim()
                 self.failing = exc.message
                 raise
-            with self._lock:
-                self._writing = []
             self.failing = None
             return len(batch)
 
     def close(self) -> None:
-        """Write what waits (a process ending cleanly loses nothing) and stop the flushing thread."""
+        """Journal what waits (a process ending cleanly loses nothing) and stop the flushing thread."""
         if self._flusher is not None:
             self._flusher.shutdown(wait=True)
             self._flusher = None
@@ -165,38 +145,46 @@ class Reactivations:
             del self._queue[:extra]
             log.warning("dropped %d unrecorded recall(s): the store has refused them for too long", extra)
 
-    def _reactivated(self, memory: Memory, count: int, at: int, degree: int, now: int) -> Memory:
-        recalls = memory.reactivation_count + count
-        last = max(memory.last_reactivated_at, at)
-        score = scoring.breakdown(self._config, last, degree, recalls, now).score
-        return replace(
-            memory,
-            reactivation_count=recalls,
-            last_reactivated_at=last,
-            decay_score=score,
-            status=scoring.lifecycle_status(self._config, score),
-        )
 
-    def _write(self, w: Writer, batch: Sequence[Recall], now: int) -> None:
-        """Each recall counted on the memories its session may still see, every memory updated once."""
-        counts: dict[str, int] = {}
-        last: dict[str, int] = {}
-        for recall in batch:
-            for ref in memories.get_many(w, recall.refs, recall.prov.viewer()):
-                counts[ref] = counts.get(ref, 0) + 1
-                last[ref] = max(last.get(ref, 0), recall.at)
-            detail = {"ids": list(recall.refs[:20]), "count": len(recall.refs)}
-            record_event(w, recall.prov, "memory.recalled", detail, bookkeeping=True)
-        found = memories.get_many(w, list(counts))
-        degrees = memories.degrees(w, list(found))
-        for ref, memory in found.items():
-            updated = self._reactivated(memory, counts[ref], last[ref], degrees.get(ref, 0), now)
-            memories.update(
-                w,
-                ref,
-                last_reactivated_at=updated.last_reactivated_at,
-                reactivation_count=updated.reactivation_count,
-                decay_score=updated.decay_score,
-                status=updated.status,
-            )
-            documents.set_status(w, "memory", ref, "superseded" if memory.superseded_by else "active")
+def _journal(w: Writer, batch: Sequence[Recall]) -> None:
+    """One `memory.recalled` event a recall: every ref it returned, and whose eyes it read with."""
+    for recall in batch:
+        viewer = recall.prov.viewer()
+        detail = {"refs": list(recall.refs), "user": viewer.user, "org": viewer.org}
+        record_event(w, recall.prov, EVENT, detail, bookkeeping=True)
+
+
+def apply_recalls(w: Writer, config: scoring.ScoringConfig, now: int, limit: int = 2_000) -> int:
+    """Reinforce the memories recalled in up to `limit` recall events after the cursor, and move the cursor
+    past them in this transaction; how many events. Each event counts once on each memory its user may
+    still see (a memory since deleted, or hidden from them, is not counted)."""
+    after = jobs.cursor(w, CURSOR)
+    rows = w.rows(
+        "SELECT id, at, project, detail FROM events WHERE id > :after AND kind = :kind ORDER BY id LIMIT :n",
+        {"after": after, "kind": EVENT, "n": limit},
+    )
+    counts: dict[str, int] = {}
+    last: dict[str, int] = {}
+    for row in rows:
+        detail: dict[str, Any] = json.loads(row["detail"])
+        refs, user = detail.get("refs"), detail.get("user")
+        if not isinstance(refs, list) or not isinstance(user, str) or not user:
+            continue  # not a recall this contract wrote (an event older than the cursor's table)
+        viewer = Viewer(user, row["project"], str(detail.get("org") or user))
+        for ref in memories.get_many(w, [str(ref) for ref in refs], viewer):
+            counts[ref] = counts.get(ref, 0) + 1
+            last[ref] = max(last.get(ref, 0), int(row["at"]))
+    # Inside BEGIN IMMEDIATE no event can be added meanwhile: a short page read the journal to its end.
+    end = int(rows[-1]["id"]) if len(rows) == limit else int(w.scalar("SELECT coalesce(max(id), 0) FROM events"))
+    if end > after:
+        jobs.set_cursor(w, CURSOR, end)
+    found = memories.get_many(w, list(counts))
+    degrees = memories.degrees(w, list(found))
+    for ref, memory in found.items():
+        recalls = memory.reactivation_count + counts[ref]
+        at = max(memory.last_reactivated_at, last[ref])
+        score = scoring.breakdown(config, at, degrees.get(ref, 0), recalls, now).score
+        status = scoring.lifecycle_status(config, score)
+        memories.update(w, ref, last_reactivated_at=at, reactivation_count=recalls, decay_score=score, status=status)
+        documents.set_status(w, "memory", ref, "superseded" if memory.superseded_by else "active")
+    return len(rows)

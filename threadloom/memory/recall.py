@@ -65,8 +65,8 @@ class MemoryRecall:
         self._engine = engine
         self.scoring = config
         # Without a queue of its own (a serving process passes one, flushed in the background), each
-        # recall's reactivation is written at once.
-        self.reactivations = reactivations or Reactivations(store, config, deferred=False)
+        # recall is journaled at once; the maintenance pass reinforces what was recalled.
+        self.reactivations = reactivations or Reactivations(store, deferred=False)
 
     def _scope(self, prov: Provenance, f: RecallFilters, **extra: Any) -> MemoryScope:
         return MemoryScope(
@@ -90,7 +90,8 @@ class MemoryRecall:
         filters: RecallFilters | None = None,
     ) -> dict[str, Any]:
         """Hybrid recall: full-text, dense and graph activation, superseded hits ranked down, relevant
-        core memories injected; each returned memory is reactivated unless `read_only`."""
+        core memories injected; each returned memory is journaled as recalled unless `read_only` (the maintenance
+        pass reinforces it)."""
         if verbosity not in ("concise", "full"):
             raise InvalidInput("verbosity is concise or full")
         if not 1 <= k <= MAX_LIMIT:
@@ -122,10 +123,9 @@ class MemoryRecall:
                     scores[ref] = 0.0
         shown = chosen + injected
         refs = [ref for ref in shown if ref not in others]
-        now = now_ms()
         # A full disk must not cost the answer: only the reactivation is lost.
-        unrecorded = not read_only and bool(refs) and not self.reactivations.record(refs, prov, now)
-        found = self._store.read(lambda r: self._reactivations_shown(r, refs, viewer, now))
+        unrecorded = not read_only and bool(refs) and not self.reactivations.record(refs, prov)
+        found = self._store.read(lambda r: memories.get_many(r, refs, viewer))
         why_chains = self._why_chains(refs, viewer) if verbosity == "full" else {}
         out = []
         for ref in shown:
@@ -183,10 +183,6 @@ class MemoryRecall:
             as_of is None or memory is None or not corrections.held_at(memory, as_of)
         )
         return hit.score * (SUPERSEDED_FACTOR if superseded else 1.0)
-
-    def _reactivations_shown(self, r: Reader, refs: list[str], viewer: Viewer, now: int) -> dict[str, Memory]:
-        """The memories as they stand, this process's recalls not yet written counted in."""
-        return self.reactivations.shown(r, memories.get_many(r, refs, viewer), now)
 
     def _why_chains(self, refs: list[str], viewer: Viewer) -> dict[str, list[dict[str, Any]]]:
         """For each memory, what it was caused by, and what that was caused by, up to WHY_DEPTH hops

@@ -104,7 +104,7 @@ async def memory_recall(
     query: Annotated[str, Field(description="What you want to know, in plain words.")],
     limit: Annotated[int, Field(ge=1, le=50, description="Hits.")] = 10,
     verbosity: Annotated[Literal["concise", "full"], Field(description="concise: ids and summaries.")] = "full",
-    read_only: Annotated[bool, Field(description="Do not count as use (no reactivation).")] = False,
+    read_only: Annotated[bool, Field(description="Not journaled, so not counted as use.")] = False,
     as_of: Annotated[Time, Field(description="What held true then.")] = None,
     categories: Annotated[Categories | None, Field(description="Only these.")] = None,
     entity: Annotated[str | None, Field(description="Only about this.")] = None,
@@ -316,14 +316,16 @@ async def memory_maintain(
     runtime, prov = await caller(ctx)
     if restore is not None:
         return (await runtime.call(runtime.maintenance.restore, restore, prov)).as_dict()
+    if not dry_run:
+        await runtime.call(runtime.recall.reactivations.flush)  # the pass counts recalls made just now
     return (await runtime.call(runtime.maintenance.run, dry_run, None, prov.viewer())).as_dict()
 
 
 MEMORY_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(memory_store, "memory", "Remember", read_only=False, destructive=False, idempotent=False),
-    # Read-only: a recall changes no memory's content, validity or visibility. It is counted towards
-    # the memories' activation (reactivation), written off the read's path in the background like the
-    # call journal every tool writes; read_only=true skips even that.
+    # Read-only: a recall changes no memory. It appends to the journal every tool call writes what it
+    # returned; the maintenance pass later counts that as use (reactivation, memory/reactivation.py).
+    # read_only=true skips even the journal entry.
     ToolDef(memory_recall, "memory", "Recall memories", read_only=True, destructive=False, idempotent=True),
     ToolDef(
         memory_amend, "memory", "Correct a memory", read_only=False, destructive=False, idempotent=False, keyed=True

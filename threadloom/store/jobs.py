@@ -48,3 +48,15 @@ def last_run(r: Reader, name: str) -> dict[str, Any] | None:
         "dry_run": bool(row["dry_run"]),
         "outcome": json.loads(row["outcome"]),
     }
+
+
+def cursor(r: Reader, name: str) -> int:
+    """How far a job has applied the events journal (an event id; 0 before it ever ran)."""
+    return int(r.scalar("SELECT position FROM job_cursors WHERE name = :n", {"n": name}) or 0)
+
+
+def set_cursor(w: Writer, name: str, position: int) -> None:
+    w.execute(
+        "INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) DO UPDATE SET position = :p",
+        {"n": name, "p": position},
+    )

@@ -347,6 +347,12 @@ M012_TASK_USAGE = Migration(
     """,
 )
 
+# How far a job has applied the events journal (memory/reactivation.py). It starts at the journal's end:
+# the recalls before it were counted when they were made.
+M021_JOB_CURSORS_SQL = """
+CREATE TABLE job_cursors (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
+INSERT INTO job_cursors (name, position) SELECT 'memory.recalls', coalesce(max(id), 0) FROM events;
+"""
 M013_SEARCH_GENERATION = Migration("m013_search_generation", M013_SEARCH_GENERATION_SQL)
 
 MIGRATIONS: Sequence[Migration] = (
@@ -369,6 +375,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m018_reactivation_generation", M018_REACTIVATION_GENERATION_SQL),
     Migration("m019_transcripts", M019_TRANSCRIPTS_SQL),
     Migration("m020_user_model", USER_MODEL_SQL),
+    Migration("m021_job_cursors", M021_JOB_CURSORS_SQL),
 )
 
 BOOTSTRAP_SQL = """
