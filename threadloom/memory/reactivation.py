@@ -174,9 +174,10 @@ def apply_recalls(w: Writer, config: scoring.ScoringConfig, now: int, limit: int
         for ref in memories.get_many(w, [str(ref) for ref in refs], viewer):
             counts[ref] = counts.get(ref, 0) + 1
             last[ref] = max(last.get(ref, 0), int(row["at"]))
-    # Inside BEGIN IMMEDIATE no event can be added meanwhile: a short page read the journal to its end.
+    # Inside BEGIN IMMEDIATE no event can be added meanwhile: a short page read the journal to its end. With
+    # nothing recalled, the cursor moves only past many other events (no write a tick, a bounded scan).
     end = int(rows[-1]["id"]) if len(rows) == limit else int(w.scalar("SELECT coalesce(max(id), 0) FROM events"))
-    if end > after:
+    if end > after and (rows or end - after >= 10 * limit):
         jobs.set_cursor(w, CURSOR, end)
     found = memories.get_many(w, list(counts))
     degrees = memories.degrees(w, list(found))
