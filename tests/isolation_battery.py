@@ -45,7 +45,25 @@ async def battery(p: Probe, alice: Alice, elsewhere: bool, first: bool) -> None:
     await memories(p, alice, elsewhere, first, mine)
     await threads(p, alice, elsewhere)
     await coordination(p, alice, elsewhere)
+    await later_groups(p, alice)
     await views(p, alice, elsewhere)
+
+
+async def later_groups(p: Probe, alice: Alice) -> None:
+    """The brief, transcripts, erasure and the user model: alice's claim is hers alone, whatever the project."""
+    for scope in ("full", "query", "now"):
+        await p.tool("brief", {"scope": scope, "query": SEARCH, "budget": 8000})
+    await p.tool("dialog_search", {"query": SEARCH, "limit": 50})
+    await p.tool("dialog_read", {"session": alice.sessions[0]})
+    await p.tool("dialog_day", {})
+    await p.tool("forget", {"text": SEARCH, "kinds": ["transcripts", "memories", "notes"]})
+    await p.tool("forget", {"text": PRIVATE["keyed"], "kinds": ["memories", "notes"], "dry_run": False})
+    await p.tool("user_claim", {"text": f"{p.label} likes short answers", "domain": "communication"})
+    await p.tool("user_claim", {"supersedes": alice.claim_id, "text": "rewritten"}, hidden=alice.claim_id)
+    await p.tool("user_evidence", {"claim_id": alice.claim_id, "ref": "I agree"}, hidden=alice.claim_id)
+    await p.tool("user_review", {"claim_id": alice.claim_id}, hidden=alice.claim_id)
+    await p.tool("user_review", {})
+    await p.tool("user_synthesis", {})
 
 
 async def memories(p: Probe, alice: Alice, elsewhere: bool, first: bool, mine: str) -> None:
@@ -162,7 +180,14 @@ async def views(p: Probe, alice: Alice, elsewhere: bool) -> None:
     tools = await p.client.list_tools()
     for what, listing in (("resources", resources), ("templates", templates), ("prompts", prompts), ("tools", tools)):
         p.listing(what, listing)
-    for uri in ("threadloom://status", "threadloom://context", "threadloom://context?max_tokens=100"):
+    for uri in (
+        "threadloom://status",
+        "threadloom://context",
+        "threadloom://context?max_tokens=100",
+        "threadloom://now",
+    ):
+        await p.resource(uri)
+    for uri in ("threadloom://brief", "threadloom://brief?budget=8000"):
         await p.resource(uri)
     await p.resource("threadloom://tree")
     await p.resource(f"threadloom://tree?project={alice.project}", hidden=alice.project if elsewhere else None)

@@ -31,7 +31,7 @@ PRIVATE = {
     w: f"canary{w}"
     for w in (
         "keyed", "core", "linked", "superseding", "org", "pruned", "pinned", "quote", "projectquote",
-        "whisper", "ask", "reply", "task", "tasksignal", "tournament",
+        "whisper", "ask", "reply", "task", "tasksignal", "tournament", "claim",
     )
 }  # fmt: skip
 PROJECT = {w: f"sharedmark{w}" for w in ("first", "second", "third", "thread", "note")}
@@ -52,6 +52,7 @@ class Alice:
     tournament: str = ""
     ask_id: int = 0
     project: str = "shop"
+    claim_id: str = ""
 
 
 async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -103,6 +104,8 @@ async def plant(a1: Client, a2: Client, alice: Alice, db: Path) -> None:
     report = await call(a1, "memory_maintain", {"dry_run": False})
     assert report["pruned_ids"] == [pruned], report
 
+    claim = {"text": f"{SEARCH} prefers {PRIVATE['claim']}", "domain": "style", "statement": f"I like {SEARCH}"}
+    alice.claim_id = str((await call(a1, "user_claim", claim))["claim"]["id"])
     await call(a1, "signal_send", {"to": alice.sessions[1], "text": f"{SEARCH} {PRIVATE['whisper']}"})
     asked = await call(a1, "signal_send", {"kind": "ask", "to": alice.sessions[1], "text": PRIVATE["ask"]})
     alice.ask_id = int(asked["id"])
