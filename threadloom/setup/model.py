@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from threadloom.setup.edits import Edit
+from threadloom.setup.edits import Edit, JsonItem
 
 # `threadloom hook <event> --client <name>`: the events threadloom answers.
 SESSION_START = "session-start"
@@ -51,6 +51,20 @@ class Context:
 def hook_marker(event: str, client: str) -> str:
     """What identifies setup's hook entry among the user's, whatever path threadloom had then."""
     return f" hook {event} --client {client}"
+
+
+def matcher_hooks(ctx: Context, client: str, events: Mapping[str, str], *, named: bool = False) -> tuple[JsonItem, ...]:
+    """One `hooks.<Event>` entry per event, `{hooks: [{type: "command", command}]}`: the shape Claude Code,
+    Codex and Gemini CLI share (Gemini's handlers also carry a `name`)."""
+
+    def handler(ours: str) -> dict[str, str]:
+        name = {"name": f"threadloom-{ours}"} if named else {}
+        return name | {"type": "command", "command": ctx.hook(ours, client)}
+
+    return tuple(
+        JsonItem(client, ("hooks", event), {"hooks": [handler(ours)]}, hook_marker(ours, client))
+        for event, ours in events.items()
+    )
 
 
 @dataclass(frozen=True)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from threadloom.setup.edits import Block, JsonEntry, JsonItem
-from threadloom.setup.model import PRE_COMPACT, SESSION_END, SESSION_START, Client, Context, Plan, Target, hook_marker
+from threadloom.setup.edits import Block, JsonEntry
+from threadloom.setup.model import PRE_COMPACT, SESSION_END, SESSION_START, Client, Context, Plan, Target, matcher_hooks
 
 NAME = "claude"
 EVENTS = {"SessionStart": SESSION_START, "SessionEnd": SESSION_END, "PreCompact": PRE_COMPACT}
@@ -25,15 +25,7 @@ def folders(ctx: Context) -> list[Path]:
 
 def plan(ctx: Context) -> Plan:
     server = JsonEntry(NAME, ("mcpServers", "threadloom"), ctx.server(type="stdio"))
-    hooks = tuple(
-        JsonItem(
-            NAME,
-            ("hooks", event),
-            {"hooks": [{"type": "command", "command": ctx.hook(ours, NAME)}]},
-            hook_marker(ours, NAME),
-        )
-        for event, ours in EVENTS.items()
-    )
+    hooks = matcher_hooks(ctx, NAME, EVENTS)
     if ctx.repo is not None:
         mcp = Target(NAME, "MCP server", ctx.repo / ".mcp.json", (server,), private=False)
         instructions = Target(NAME, "instructions", ctx.repo / "CLAUDE.md", (Block(NAME, "agents"),), private=False)

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from threadloom.setup.edits import Block, JsonItem, TomlEntry
-from threadloom.setup.model import PRE_COMPACT, SESSION_START, Client, Context, Plan, Skip, Target, hook_marker
+from threadloom.setup.edits import Block, TomlEntry
+from threadloom.setup.model import PRE_COMPACT, SESSION_START, Client, Context, Plan, Skip, Target, matcher_hooks
 
 NAME = "codex"
 EVENTS = {"SessionStart": SESSION_START, "PreCompact": PRE_COMPACT}
@@ -32,15 +32,7 @@ def folders(ctx: Context) -> list[Path]:
 def plan(ctx: Context) -> Plan:
     home = _home(ctx)
     server = TomlEntry(NAME, ("mcp_servers", "threadloom"), ctx.server())
-    hooks = tuple(
-        JsonItem(
-            NAME,
-            ("hooks", event),
-            {"hooks": [{"type": "command", "command": ctx.hook(ours, NAME)}]},
-            hook_marker(ours, NAME),
-        )
-        for event, ours in EVENTS.items()
-    )
+    hooks = matcher_hooks(ctx, NAME, EVENTS)
     if ctx.repo is not None:
         mcp = Target(NAME, "MCP server", ctx.repo / ".codex" / "config.toml", (server,), private=False)
         instructions = Target(NAME, "instructions", ctx.repo / "AGENTS.md", (Block(NAME, "agents"),), private=False)

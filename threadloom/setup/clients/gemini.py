@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from threadloom.setup.edits import Block, JsonEntry, JsonItem
-from threadloom.setup.model import PRE_COMPACT, SESSION_END, SESSION_START, Client, Context, Plan, Target, hook_marker
+from threadloom.setup.edits import Block, JsonEntry
+from threadloom.setup.model import PRE_COMPACT, SESSION_END, SESSION_START, Client, Context, Plan, Target, matcher_hooks
 
 NAME = "gemini"
 EVENTS = {"SessionStart": SESSION_START, "SessionEnd": SESSION_END, "PreCompress": PRE_COMPACT}
@@ -27,15 +27,7 @@ def folders(ctx: Context) -> list[Path]:
 def plan(ctx: Context) -> Plan:
     user = ctx.home / ".gemini" / "settings.json"
     server = JsonEntry(NAME, ("mcpServers", "threadloom"), ctx.server())
-    hooks = tuple(
-        JsonItem(
-            NAME,
-            ("hooks", event),
-            {"hooks": [{"name": f"threadloom-{ours}", "type": "command", "command": ctx.hook(ours, NAME)}]},
-            hook_marker(ours, NAME),
-        )
-        for event, ours in EVENTS.items()
-    )
+    hooks = matcher_hooks(ctx, NAME, EVENTS, named=True)
     if ctx.repo is not None:
         mcp = Target(NAME, "MCP server", ctx.repo / ".gemini" / "settings.json", (server,), private=False)
         instructions = Target(NAME, "instructions", ctx.repo / "GEMINI.md", (Block(NAME, "agents"),), private=False)
