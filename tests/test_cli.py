@@ -180,3 +180,21 @@ def test_watch_shows_who_signalled_whom(home: Path) -> None:
     assert shown.returncode == 0 and "ana-1 -whisper-> ben-1: review my PR please" in shown.stdout
     other = cli(home, "watch", "--once", THREADLOOM_USER="cy")
     assert other.returncode == 0 and "review my PR" not in other.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("forget", "--text", "zzzz", "--dry-run"),
+        ("forget", "--yes"),
+        ("brief",),
+        ("memory", "recall", "anything"),
+        ("ingest", "status"),
+    ],
+)
+def test_a_command_on_a_home_not_made_yet_answers_without_a_traceback(home: Path, args: tuple[str, ...]) -> None:
+    fresh = home / "not-yet"
+    done = cli(home, *args, THREADLOOM_HOME=str(fresh))
+    assert "Traceback" not in done.stderr, done.stderr
+    assert done.returncode in (0, 1, 2), (done.returncode, done.stderr)
+    assert fresh.is_dir()

@@ -218,14 +218,15 @@ class Runtime:
 
 
 def hold_store_lock(settings: Settings) -> int:
-    """A shared lock that says "a server is using this store" for as long as the fd stays open."""
+    """A shared lock that says "a server is using this store" for as long as the fd stays open (the home is
+    made first: every command that opens the store takes this lock, on a fresh machine too)."""
+    ensure_private_dir(settings.home)
     fd = os.open(settings.layout.store_lock, os.O_RDWR | os.O_CREAT, 0o600)
     fcntl.flock(fd, fcntl.LOCK_SH)  # waits only while `backup restore` holds it exclusively
     return fd
 
 
 def open_runtime(settings: Settings, mode: Mode) -> Runtime:
-    ensure_private_dir(settings.home)
     lock_fd = hold_store_lock(settings)
     store = open_store(
         settings.layout.database,
