@@ -74,6 +74,9 @@ class IngestJob:
         except ThreadloomError as exc:
             log.warning("transcript ingest failed: %s", exc.message)
             return False
+        except Exception:  # a defect in one pass must not take the daemon and every session down
+            log.exception("transcript ingest failed")
+            return False
         self.last = report
         if report.added or report.problems or report.notes:
             log.info(
