@@ -110,6 +110,11 @@ class Settings(BaseSettings):
         "", description="Comma-separated folder globs whose transcripts are never stored (a folder excludes below it)."
     )
     ingest_children: bool = Field(True, description="Ingest the transcripts of agents threadloom spawned.")
+    egress: Literal["all", "same-vendor", "none"] = Field(
+        "all",
+        description="Which vendors' models receive personal memory (claims, style, profile, quotes): all, "
+        "same-vendor (the company whose CLI recorded it) or none.",
+    )
 
     @property
     def layout(self) -> HomeLayout:
