@@ -1,0 +1,1 @@
+"""Learning loops: turn what happened in sessions into candidates, skills and lessons."""
