@@ -86,6 +86,9 @@ class DialogReader:
             "messages": [turn(row, READ_CHARS) for row in shown],
             "total": dialog.session_count(r, owner, anchor["source"], anchor["session_id"]),
         }
+        erased = dialog.session_erased(r, owner, anchor["source"], anchor["session_id"])
+        if erased:
+            out["caveats"] = [f"{erased} turn(s) of this session were erased (forget) and are left out"]
         if direction == "before":
             more_after, more_before = True, more_before
         elif direction == "after":

@@ -16,8 +16,11 @@ from typing import Any
 
 from threadloom.store.base import Reader, Row
 from threadloom.store.sql import placeholders
+from threadloom.store.transcripts import ERASED_ROLE
 
 COLUMNS = "t.id, t.source, t.session_id, t.role, t.text, t.tools, t.at, t.project, t.cwd, t.model"
+# A message `forget` erased stays as a tombstone (store/erasure.py): never a turn of any read here.
+LIVE = f"t.role <> '{ERASED_ROLE}'"
 
 
 def sources(r: Reader, owner: str) -> list[str]:
@@ -31,7 +34,7 @@ def messages(r: Reader, owner: str, ids: Sequence[int]) -> dict[int, Row]:
         return {}
     rows = r.rows(
         f"SELECT {COLUMNS} FROM json_each(:ids) j CROSS JOIN transcript_messages t ON t.id = j.value "
-        "WHERE t.owner = :o",
+        f"WHERE t.owner = :o AND {LIVE}",
         {"ids": json.dumps(list(ids)), "o": owner},
     )
     return {int(row["id"]): row for row in rows}
@@ -39,7 +42,7 @@ def messages(r: Reader, owner: str, ids: Sequence[int]) -> dict[int, Row]:
 
 def _session_sql(owner: str, source: str, session_id: str) -> tuple[str, dict[str, Any]]:
     return (
-        "t.owner = :o AND t.source = :src AND t.session_id = :sid",
+        f"t.owner = :o AND t.source = :src AND t.session_id = :sid AND {LIVE}",
         {"o": owner, "src": source, "sid": session_id},
     )
 
@@ -74,7 +77,7 @@ def session_start(r: Reader, owner: str, session_id: str, known: Sequence[str]) 
     keys, named = placeholders("src", known)
     return r.one(
         f"SELECT {COLUMNS} FROM transcript_messages t WHERE t.owner = :o AND t.source IN ({keys}) "
-        "AND t.session_id = :sid ORDER BY t.at, t.id LIMIT 1",
+        f"AND t.session_id = :sid AND {LIVE} ORDER BY t.at, t.id LIMIT 1",
         named | {"o": owner, "sid": session_id},
     )
 
@@ -84,13 +87,24 @@ def session_count(r: Reader, owner: str, source: str, session_id: str) -> int:
     return int(r.scalar(f"SELECT COUNT(*) FROM transcript_messages t WHERE {where}", params))
 
 
+def session_erased(r: Reader, owner: str, source: str, session_id: str) -> int:
+    """How many of the session's messages `forget` erased (their tombstones)."""
+    return int(
+        r.scalar(
+            "SELECT COUNT(*) FROM transcript_messages t WHERE t.owner = :o AND t.source = :src "
+            f"AND t.session_id = :sid AND NOT {LIVE}",
+            {"o": owner, "src": source, "sid": session_id},
+        )
+    )
+
+
 def sessions_between(r: Reader, owner: str, since: int, until: int, project: str | None) -> list[Row]:
     """Per session with messages in [since, until): its source, project, first and last time, counts."""
     scope = "AND t.project = :p" if project is not None else ""
     return r.rows(
         "SELECT t.source, t.session_id, MAX(t.project) AS project, MIN(t.at) AS first_at, MAX(t.at) AS last_at, "
         "COUNT(*) AS messages, SUM(t.role = 'user') AS user_messages FROM transcript_messages t "
-        f"WHERE t.owner = :o AND t.at >= :since AND t.at < :until {scope} "
+        f"WHERE t.owner = :o AND t.at >= :since AND t.at < :until AND {LIVE} {scope} "
         "GROUP BY t.source, t.session_id ORDER BY first_at, t.session_id",
         {"o": owner, "since": since, "until": until, "p": project},
     )
@@ -131,7 +145,10 @@ def memories_between(r: Reader, owner: str, since: int, until: int, project: str
 def span(r: Reader, owner: str) -> tuple[int | None, int | None]:
     """The first and last time of `owner`'s transcripts (epoch ms), None when there are none: two walks of
     the time index (MIN and MAX in one statement would scan every row of the owner)."""
-    edge = "SELECT t.at FROM transcript_messages t WHERE t.owner = :o AND t.at IS NOT NULL ORDER BY t.at {} LIMIT 1"
+    edge = (
+        "SELECT t.at FROM transcript_messages t WHERE t.owner = :o AND t.at IS NOT NULL "
+        f"AND {LIVE} ORDER BY t.at {{}} LIMIT 1"
+    )
     first = r.scalar(edge.format("ASC"), {"o": owner})
     last = r.scalar(edge.format("DESC"), {"o": owner})
     return first, last
