@@ -3,6 +3,9 @@
 are written in the order given, each atomically, and indexed in one transaction. A failure after
 the first file is written puts back every file already written, so a refused change leaves the
 files as they were.
+
+The search entry holds the thread's text scrubbed (`scrubber`): a section typed by hand into the file
+may carry a credential that no service call scrubbed; the file itself is the user's and stays as it is.
 """
 
 from __future__ import annotations
@@ -12,6 +15,7 @@ from contextlib import suppress
 
 from threadloom.errors import InvalidInput, ThreadloomError
 from threadloom.identity import Provenance
+from threadloom.scrub import Scrubber
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
 from threadloom.sessions import record_event
@@ -25,11 +29,11 @@ class Changes:
         self._store = store
         self._engine = engine
 
-    def save(self, files: ThreadFiles, prov: Provenance, threads: Sequence[Thread]) -> None:
+    def save(self, files: ThreadFiles, prov: Provenance, threads: Sequence[Thread], scrubber: Scrubber) -> None:
         """Replace the files of `threads`, in order (call inside `files.locked()`). Put the one whose
         change says the others are done (a merged child's status) last."""
         texts = [checked(t) for t in threads]
-        docs = [_document(files.project, prov, t) for t in threads]
+        docs = [_document(files.project, prov, t, scrubber) for t in threads]
         written: list[tuple[str, str | None]] = []
         try:
             for thread, text in zip(threads, texts, strict=True):
@@ -41,11 +45,11 @@ class Changes:
             _put_back(files, written)
             raise
 
-    def create(self, files: ThreadFiles, prov: Provenance, thread: Thread) -> bool:
+    def create(self, files: ThreadFiles, prov: Provenance, thread: Thread, scrubber: Scrubber) -> bool:
         """Write a new thread's file and index it; False, writing nothing, when a file of its name
         exists (readable or not: it is never replaced)."""
         text = checked(thread)
-        doc = _document(files.project, prov, thread)
+        doc = _document(files.project, prov, thread, scrubber)
         if not files.put(thread.id, text, replace=False):
             return False
         try:
@@ -64,13 +68,13 @@ class Changes:
         self._store.write(tx)
 
 
-def _document(project: str, prov: Provenance, thread: Thread) -> Document:
+def _document(project: str, prov: Provenance, thread: Thread, scrubber: Scrubber) -> Document:
     try:
         return Document(
             kind="thread",
             ref=f"{project}/{thread.id}",
-            body=thread.summary.render() or thread.title,
-            title=thread.title,
+            body=scrubber.text(thread.summary.render() or thread.title),
+            title=scrubber.text(thread.title),
             project=prov.project,
             status=thread.status,
             source=thread.author,

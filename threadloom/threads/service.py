@@ -67,7 +67,7 @@ class ThreadService(ThreadReads):
         threads = ThreadFiles(files, project.id)
         try:
             with threads.locked():
-                if not self._changes.create(threads, prov, root):
+                if not self._changes.create(threads, prov, root, self.scrubber):
                     raise InvalidInput(f"{threads.rel_of(ROOT_THREAD)} appeared meanwhile; it was left as it is")
         except BaseException:
             files.delete(f"{PROJECTS}/{project.id}.yaml")  # a project without its root is not made
@@ -102,7 +102,7 @@ class ThreadService(ThreadReads):
                 thread = Thread(
                     thread_id, title.strip(), parent_id, "active", author, now, now, branch=linked, commit=commit
                 )
-                if self._changes.create(files, prov, thread):
+                if self._changes.create(files, prov, thread, self.scrubber):
                     break
                 taken.add(thread_id)  # a file appeared under that name since the folder was read
         self._set_cursor(prov, project.id, thread.id)
@@ -174,7 +174,7 @@ class ThreadService(ThreadReads):
             now = now_ms()
             parent = threads[child.parent].touched(now, summary=summary, status="active")
             merged = child.touched(now, status="done", outcome=f"merged into {parent.id}")
-            self._changes.save(files, prov, [parent, merged])
+            self._changes.save(files, prov, [parent, merged], self.scrubber)
         self._set_cursor(prov, project.id, parent.id)
         return parent
 
@@ -239,7 +239,7 @@ class ThreadService(ThreadReads):
             current = Tree(threads).get(check_thread_id(thread_id or self._position(prov, project, files).thread))
             self._own(prov, project, repo, [current], "change a thread")
             updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
-            self._changes.save(files, prov, [updated])
+            self._changes.save(files, prov, [updated], self.scrubber)
         if thread_id is None:  # the session's own thread, perhaps resumed: it is now where the session is
             self._set_cursor(prov, project.id, updated.id)
         return updated

@@ -1,0 +1,80 @@
+"""Write paths into the store that take text the services did not scrub on the way in: each persists it
+scrubbed. Secret shapes come from the scrub corpus (tests/data/secrets); every store is a real SQLite
+file whose bytes (with its write-ahead log) are searched for the secret, the lower-cased form the
+full-text index keeps included."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from threadloom.identity import Provenance
+from threadloom.scrub import Scrubber
+from threadloom.search.engine import SearchEngine
+from threadloom.search.model import Filters
+from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.threads.service import ThreadService
+
+CORPUS = Path(__file__).parent / "data" / "secrets" / "secrets.jsonl"
+SHAPES = {c["name"]: c for c in map(json.loads, CORPUS.read_text(encoding="utf-8").splitlines())}
+
+
+def corpus(name: str) -> tuple[str, str]:
+    """A corpus case's text and its (first) secret."""
+    case: dict[str, Any] = SHAPES[name]
+    return case["text"], case["secrets"][0]
+
+
+def store_bytes(store: SqliteStore) -> bytes:
+    path = store.path
+    return b"".join(p.read_bytes() for p in path.parent.iterdir() if p.name.startswith(path.name))
+
+
+def on_disk(store: SqliteStore, secret: str) -> bool:
+    data = store_bytes(store)
+    return secret.encode() in data or secret.lower().encode() in data
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    path = tmp_path / "repo"
+    path.mkdir()
+    for args in (["init", "-q", "-b", "main"], ["config", "user.email", "a@example.com"], ["config", "user.name", "A"]):
+        subprocess.run(["git", "-C", str(path), *args], check=True)
+    return path
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_a_secret_typed_into_a_thread_file_reaches_the_index_scrubbed(
+    tmp_path: Path, repo: Path, enabled: bool
+) -> None:
+    store = open_store(tmp_path / "threadloom.db")
+    engine = SearchEngine(store)
+    threads = ThreadService(store, engine)
+    threads.scrubber = Scrubber(enabled)
+    prov = Provenance(session_id="s1", vendor="claude", project=str(repo), user="ana")
+    threads.create_project(prov, "Shop")
+    threads.update_summary(prov, "## State\n- api v1")
+    text, secret = corpus("aws-secret-env")
+    key_text, key = corpus("pem-rsa")
+    thread_file = repo / ".threadloom/threads/shop/main.md"
+    hand_typed = f"\n## Setup\n- {text}\n- the deploy key:\n{key_text}\n"
+    thread_file.write_text(thread_file.read_text() + hand_typed)  # by hand, past every service
+
+    threads.update_summary(prov, "- api v2", section="State")  # a service write indexes the whole thread
+
+    assert secret in thread_file.read_text() and key in thread_file.read_text()  # the user's file
+    found = engine.search("AWS_SECRET_ACCESS_KEY api", Filters(kinds=("thread",))).hits
+    assert [h.ref for h in found] == ["shop/main"]  # indexed, with the hand-typed section
+    if enabled:
+        assert not engine.search(secret, Filters(kinds=("thread",))).hits
+        assert not on_disk(store, secret) and not on_disk(store, key)
+        body = store.read(lambda r: r.scalar("SELECT body FROM documents WHERE kind = 'thread'"))
+        assert "[secret:" in body and "api v2" in body
+    else:
+        assert on_disk(store, secret)  # the check above can fail: off, the index keeps it verbatim
+    store.close()
