@@ -9,6 +9,8 @@
     leave N        leave a grandchild sleeping N seconds in its process group
     detach N       leave a grandchild sleeping N seconds in a session of its own
     hog MB         leave a grandchild holding MB of resident memory (prints `hogging` once it does)
+    say JSON       print the JSON string's lines to stdout, each flushed on its own, 5 ms apart
+    warn JSON      the same to stderr
     as ROLE: LINE  act on LINE only when the prompt makes it that role ("You are the ROLE.")
 Anything else is ignored. It prints its pid, lineage, toolset and the prompt's size first.
 """
@@ -74,6 +76,11 @@ def main() -> int:
             print(f"{word}={leave(['sleep', rest], own_session=word == 'detach').pid}", flush=True)
         elif word == "hog":
             print(f"hog={leave([sys.executable, '-c', HOG, rest]).pid}", flush=True)
+        elif word in ("say", "warn"):
+            out = sys.stdout if word == "say" else sys.stderr
+            for said in json.loads(rest).splitlines():
+                print(said, file=out, flush=True)
+                time.sleep(0.005)
         elif word == "fail":
             return 3
         elif word == "usage":  # usage TOKENS DOLLARS, as Claude Code's JSON result reports it

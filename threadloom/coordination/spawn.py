@@ -154,7 +154,9 @@ class SpawnService:
 
     def _start(self, run: _Launch) -> None:
         attempt = Attempt(self._logs, run.task_id, run.attempt)
-        argv = supervision.command(str(attempt.exit_record), run.timeout_s, self.config.grace_s, run.argv)
+        argv = supervision.command(
+            str(attempt.exit_record), run.timeout_s, self.config.grace_s, run.argv, self.scrubber.enabled
+        )
         try:
             with open(run.log_path, "ab") as log:  # the supervisor and the child keep their own copies
                 proc = subprocess.Popen(

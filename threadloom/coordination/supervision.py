@@ -5,6 +5,10 @@ grace period, exit 124. Once the child has exited, anything it left behind (its 
 orphan re-parented to the supervisor, which is a child subreaper) is ended too. The outcome goes to a
 small JSON record beside the task's log, for whichever process records the task as finished.
 
+What the child prints reaches its log scrubbed (unless scrubbing is off): its stdout and stderr are a pipe
+the supervisor copies to the log through `scrub`, a chunk at a time, cut at a line end and never inside
+a private-key block still open (held up to `HOLD_MAX`), so no credential is ever written verbatim.
+
 Why a supervisor rather than a restarted daemon re-adopting running children (pid plus start time):
 re-adoption needs some process to come back, which an in-process server never does; it can only poll a
 process that is not its own child, and never learns its exit code. Its cost is no process at all (a
@@ -34,36 +38,89 @@ PR_SET_CHILD_SUBREAPER = 36
 STOPS = {signal.SIGTERM, signal.SIGINT, signal.SIGHUP}
 WATCHED = STOPS | {signal.SIGCHLD}
 POLL_S = 0.05
+HOLD_MAX = 1 << 20  # output held back waiting for a line end or a key block's end, at most
 
 
-def command(record: str, timeout_s: float, grace_s: float, argv: list[str]) -> list[str]:
+def command(record: str, timeout_s: float, grace_s: float, argv: list[str], scrub: bool = True) -> list[str]:
     """The supervisor's own command line. -I -S: no site packages, no PYTHON* variables (the child still
-    gets the whole environment); only this package's folder is put on the path."""
+    gets the whole environment); only this package's folder is put on the path. `scrub`: the child's
+    output goes to the log scrubbed (THREADLOOM_SCRUB_SECRETS)."""
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     code = (
         f"import sys; sys.path.insert(0, {root!r}); "
         "from threadloom.coordination.supervision import main; sys.exit(main(sys.argv[1:]))"
     )
-    return [sys.executable, "-I", "-S", "-c", code, record, repr(timeout_s), repr(grace_s), "--", *argv]
+    output = "scrub" if scrub else "verbatim"
+    return [sys.executable, "-I", "-S", "-c", code, record, repr(timeout_s), repr(grace_s), output, "--", *argv]
 
 
 def main(args: list[str]) -> int:
-    record, timeout_s, grace_s, argv = args[0], float(args[1]), float(args[2]), args[4:]
+    record, timeout_s, grace_s, scrub, argv = args[0], float(args[1]), float(args[2]), args[3] == "scrub", args[5:]
     _become_subreaper()
+    pipe = os.pipe() if scrub else None
+    # The child's stdout and stderr: the pipe's write end (dup2 clears its close-on-exec), else the log.
+    actions = [(os.POSIX_SPAWN_DUP2, pipe[1], fd) for fd in (1, 2)] if pipe else []
     try:
         # setsid: the child leads its own group; ignored-by-Python SIGPIPE goes back to its default
-        pid = os.posix_spawnp(argv[0], argv, dict(os.environ), setsid=True, setsigdef=(signal.SIGPIPE,))
+        pid = os.posix_spawnp(
+            argv[0], argv, dict(os.environ), file_actions=actions, setsid=True, setsigdef=(signal.SIGPIPE,)
+        )
     except OSError as exc:
         _say(f"could not start {argv[0]}: {exc.strerror}")
         _write(record, EXIT_NOT_STARTED, "not started")
         return 0
-    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)
+    signal.pthread_sigmask(signal.SIG_BLOCK, WATCHED)  # before the copier starts: it inherits the mask
+    copier = None
+    if pipe:
+        import threading  # only with scrubbing, once the child is running
+
+        os.close(pipe[1])  # the child holds its own copies: the pipe ends when every one is closed
+        copier = threading.Thread(target=_copy_scrubbed, args=(pipe[0], 1), daemon=True)
+        copier.start()
     code, reason = _supervise(pid, time.monotonic() + timeout_s, grace_s)
     # The child is a zombie until reaped, so its pid (the group's id) cannot be reused meanwhile.
     _end_leftovers(pid, grace_s)
     _reap_all()
+    if copier is not None:  # every writer has ended: the copy reaches the pipe's end, then the record
+        copier.join(grace_s + 5)
     _write(record, code, reason)
     return 0
+
+
+def _copy_scrubbed(source: int, sink: int) -> None:
+    """Copy `source` to `sink` through `scrub`, a chunk at a time (see the module docstring)."""
+    from threadloom.scrub.engine import scrub  # standard library only; loaded after the child starts
+
+    pending = b""
+    while True:
+        chunk = os.read(source, 1 << 16)
+        pending += chunk
+        cut = _cut(pending) if chunk else len(pending)
+        if cut:
+            text = scrub(pending[:cut].decode("utf-8", "surrogateescape")).text
+            _write_all(sink, text.encode("utf-8", "surrogateescape"))
+            pending = pending[cut:]
+        if not chunk:
+            os.close(source)
+            return
+
+
+def _cut(pending: bytes) -> int:
+    """How much of `pending` can be scrubbed now: up to its last line end, but not into a private-key
+    block whose end has not come yet; all of it (at a space if it has one) past `HOLD_MAX`."""
+    end = pending.rfind(b"\n") + 1
+    begin = pending.rfind(b"-----BEGIN", 0, end)
+    if begin != -1 and pending.find(b"-----END", begin, end) == -1:
+        end = pending.rfind(b"\n", 0, begin) + 1
+    if end == 0 and len(pending) > HOLD_MAX:
+        end = pending.rfind(b" ", len(pending) // 2) + 1 or len(pending)
+    return end
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _supervise(pid: int, deadline: float, grace_s: float) -> tuple[int, str]:
