@@ -58,6 +58,16 @@ class HomeLayout:
         return self.home / "http.token"
 
     @property
+    def skills(self) -> Path:
+        """The canonical copy of each user's skills (`<user>/<name>/SKILL.md`), mirrored into the CLIs'."""
+        return self.home / "skills"
+
+    @property
+    def lessons(self) -> Path:
+        """Each user's lessons file (`<user>.md`)."""
+        return self.home / "lessons"
+
+    @property
     def store_lock(self) -> Path:
         """Held shared by every server using the store, so a restore can tell that it is in use."""
         return self.home / "store.lock"
