@@ -15,7 +15,9 @@ process that is not its own child, and never learns its exit code. Its cost is n
 check reads /proc/<pid>/stat, ~0.1 ms). A supervisor costs one small process per child, measured on
 Python 3.11, 2 cores under load 2.4 (25 starts): 9.8 MB resident (5.0 MB proportional), ~20 ms of CPU
 at start and none while it waits (it blocks in sigtimedwait), and 39 ms median (p90 46 ms) from spawn to
-the child running against 1.5 ms unsupervised; the agent CLI it watches takes ~170 MB and seconds.
+the child running against 1.5 ms unsupervised; the agent CLI it watches takes ~170 MB and seconds; copying its
+output through the scrubber adds ~3.6 MB resident (13.6 MB against 10.0 MB, 5 starts each, measured
+the same run) and ~17 MB/s of scrubbing (40 MB of base64 in 2.3 s against 0.08 s verbatim).
 
 Standard library only (and processes.py): it runs as `python -I -S -c ...`, see `command`.
 """
