@@ -110,6 +110,25 @@ class Settings(BaseSettings):
         "", description="Comma-separated folder globs whose transcripts are never stored (a folder excludes below it)."
     )
     ingest_children: bool = Field(True, description="Ingest the transcripts of agents threadloom spawned.")
+    learn_extract: bool = Field(False, description="Queue decision- and rule-shaped utterances as learning candidates.")
+    learn_extract_interval: float = Field(
+        600.0, ge=0, description="Seconds between the daemon's extract passes (learn_extract on); 0: only by CLI."
+    )
+    probe_interval: float = Field(
+        21600.0, ge=0, description="Seconds between the daemon's self-tests (doctor --probe); 0 turns them off."
+    )
+    usermodel_mine: bool = Field(
+        False, description="Mine the user's messages and memories for preference, habit and value hypotheses."
+    )
+    usermodel_validate: bool = Field(
+        False, description="Spawn an agent (THREADLOOM_USERMODEL_AGENT) to weigh what the miner observed."
+    )
+    usermodel_interval: float = Field(
+        900.0, ge=0, description="Seconds between the daemon's user-model passes; 0: only `threadloom user mine`."
+    )
+    usermodel_agent: Literal["claude", "codex", "gemini", "custom"] = Field(
+        "claude", description="The agent CLI the validator spawns (custom: THREADLOOM_SPAWN_COMMAND)."
+    )
     egress: Literal["all", "same-vendor", "none"] = Field(
         "all",
         description="Which vendors' models receive personal memory (claims, style, profile, quotes): all, "
