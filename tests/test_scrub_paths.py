@@ -11,8 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from mcp import Client
 
+from tests.helpers import serve_params, structured
+from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
+from threadloom.memory.core import CoreMemory
+from threadloom.memory.service import MemoryService
 from threadloom.scrub import Scrubber
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters
@@ -77,4 +82,36 @@ def test_a_secret_typed_into_a_thread_file_reaches_the_index_scrubbed(
         assert "[secret:" in body and "api v2" in body
     else:
         assert on_disk(store, secret)  # the check above can fail: off, the index keeps it verbatim
+    store.close()
+
+
+@pytest.mark.anyio
+async def test_an_error_that_quotes_an_argument_is_journaled_scrubbed(home: Path, tmp_path: Path) -> None:
+    """The server journals each failed call's error; errors quote what was wrong with an argument."""
+    _, key_id = corpus("aws-access-key-id")
+    _, pat = corpus("github-pat-classic")
+    params = serve_params(home, "--in-process", THREADLOOM_SESSION_ID="s-err", THREADLOOM_TOOLSET="full")
+    async with Client(params, mode="legacy") as client:
+        pinned = await client.call_tool("memory_pin", {"memory_id": key_id, "pinned": True})
+        sent = await client.call_tool("signal_send", {"to": pat, "text": "hello"})
+    assert pinned.is_error and key_id in str(structured(pinned)["error"])  # the error did quote it
+    assert sent.is_error and pat in str(structured(sent)["error"])
+    database = b"".join(p.read_bytes() for p in home.iterdir() if p.name.startswith("threadloom.db"))
+    assert b"memory_pin" in database and b"[secret:aws-access-key-id]" in database
+    for secret in (key_id, pat):
+        assert secret.encode() not in database and secret.lower().encode() not in database
+
+
+def test_core_preferences_are_stored_scrubbed_and_a_credential_is_no_core_key(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "threadloom.db")
+    core = CoreMemory(store, MemoryService(store, SearchEngine(store)))
+    prov = Provenance(session_id="s1", vendor="claude", project="/repo/shop", user="ana")
+    text, secret = corpus("npm-token")
+    prefs = core.set_preferences(prov, auto=["preference", text], approval=[], excluded=[])
+    assert secret not in json.dumps(prefs) and "preference" in prefs["auto"]
+    assert not on_disk(store, secret)  # neither the preferences' row nor the journal's event
+    _, key_id = corpus("aws-access-key-id")
+    with pytest.raises(InvalidInput, match="looks like a credential"):
+        core.set_core(key_id, "the build runs with make", prov)
+    assert not on_disk(store, key_id)
     store.close()

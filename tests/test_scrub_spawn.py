@@ -65,3 +65,15 @@ def test_what_a_child_prints_reaches_its_log_scrubbed(store: SqliteStore, tmp_pa
         assert (secret.encode() in log) is not enabled and (secret in tail) is not enabled
     if enabled:
         assert b"[secret:private-key]" in log and b"-----END RSA PRIVATE KEY-----" not in log
+
+
+def test_a_tasks_role_is_stored_scrubbed(store: SqliteStore, tmp_path: Path) -> None:
+    text, secret = corpus("github-pat-classic")
+    service = spawner(store, tmp_path)
+    task = service.spawn(parent(store, tmp_path), "sleep 0", role=f"reviewer {text}")
+    assert secret not in str(service.status(task["id"])["role"])
+    journal = store.read(lambda r: r.scalar("SELECT detail FROM events WHERE kind = 'task.spawned'"))
+    assert secret not in journal and "[secret:" in journal
+    wait_for(lambda: service.status(task["id"])["status"] not in ("starting", "running") or None)
+    database = b"".join(p.read_bytes() for p in tmp_path.iterdir() if p.name.startswith("threadloom.db"))
+    assert secret.encode() not in database and secret.lower().encode() not in database

@@ -89,6 +89,7 @@ class SpawnService:
             raise InvalidInput("timeout_s is 1 second to 1 day")
         if retries not in (0, 1):
             raise InvalidInput("retries is 0 or 1 (one continuation after a timeout)")
+        role = self.scrubber.optional(role)  # free text, kept in the task's row and the journal
         workdir = child_workdir(cwd, prov.project)
         argv = self._command(agent, model, workdir)
         task_id = "t_" + secrets.token_hex(6)

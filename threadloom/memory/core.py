@@ -25,7 +25,7 @@ class CoreMemory:
     ) -> Memory:
         """Upsert the core memory under `key`: shown in every brief, highest priority first. A changed
         text supersedes the previous version, which stays for audit."""
-        check_core_key(key)
+        self._checked_key(key)
         content = self._memory.scrubber.text(content)  # compared with the stored text, which is scrubbed
         if not 0 <= priority <= 100:
             raise InvalidInput("priority is 0-100 (higher is shown first)")
@@ -43,8 +43,14 @@ class CoreMemory:
         new = self._memory.get(result["new"]["id"], prov)
         return self._memory.update_flags(new.id, prov, "memory.core", core_priority=priority)
 
-    def make_core(self, memory_id: str, key: str, priority: int, prov: Provenance) -> Memory:
+    def _checked_key(self, key: str) -> str:
         check_core_key(key)
+        if self._memory.scrubber.text(key) != key:  # a key is kept verbatim in the store and the journal
+            raise InvalidInput("a core key is a name, and this one looks like a credential; choose another")
+        return key
+
+    def make_core(self, memory_id: str, key: str, priority: int, prov: Provenance) -> Memory:
+        self._checked_key(key)
         memory = self._memory.owned(check_id(memory_id), prov, "make core")
         if len(memory.content) > MAX_CORE_CHARS:
             raise InvalidInput(f"a core memory is at most {MAX_CORE_CHARS:,} characters: it is shown in every brief")
@@ -63,7 +69,9 @@ class CoreMemory:
         self, prov: Provenance, auto: list[str], approval: list[str], excluded: list[str]
     ) -> dict[str, list[str]]:
         """Which categories become core by themselves (auto), wait for approval, or never do (excluded)."""
-        lists = {"auto": auto, "approval": approval, "excluded": excluded}
+        scrub = self._memory.scrubber.text  # a category is free text, kept in the store and the journal
+        lists = {"auto": [scrub(c) for c in auto], "approval": [scrub(c) for c in approval],
+                 "excluded": [scrub(c) for c in excluded]}  # fmt: skip
         seen: dict[str, str] = {}
         for name, categories in lists.items():
             for category in categories:

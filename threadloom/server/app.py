@@ -147,7 +147,8 @@ class ThreadloomServer(MCPServer[Any]):
         ok = not (isinstance(result, CallToolResult) and result.is_error)
         detail: dict[str, Any] = {"tool": name, "ok": ok, "ms": round(seconds * 1000, 2)}
         if not ok and isinstance(result, CallToolResult) and result.structured_content:
-            detail["error"] = str(result.structured_content.get("error", ""))[:200]
+            # an error may quote an argument: scrubbed like every other text the store keeps
+            detail["error"] = self.runtime.scrubber.text(str(result.structured_content.get("error", "")))[:200]
         try:
             await self.runtime.call(self.runtime.sessions.record, conn.session.provenance(), "tool.call", detail)
         except ThreadloomError as exc:  # the journal is bookkeeping: a full disk must not fail a call that worked
