@@ -75,7 +75,7 @@ class Eraser:
         chosen = check(sel, kinds, sample)
         if dry_run:
             found = self._store.read(lambda r: {k: erasure.matching(r, k, owner, sel, sample) for k in chosen})
-            total = sum(int(f["count"]) + int(f.get("archived", 0)) for f in found.values())
+            total = sum(int(f["count"]) + int(f.get("archived", 0)) + int(f.get("evidence", 0)) for f in found.values())
             return {
                 "dry_run": True,
                 "would_erase": found,

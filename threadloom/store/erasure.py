@@ -9,6 +9,8 @@ What a kind covers (always only rows whose owner is the caller):
 - `memories`: `memories` rows (their entities and edges go by ON DELETE CASCADE; a memory one of them
   superseded is made current again) and the caller's pruned memories waiting in `memory_archive`.
 - `notes`: `thread_notes` rows the caller wrote (notes and verbatim quotes).
+- `claims`: the user model's claims, their evidence and tier history (store/erasure_claims.py). Kinds kept
+  in other modules are listed in `OTHER_KINDS`, each an `Erasable` (its own count and erase).
 
 Each removed row's search document goes through `documents.remove` (FTS5 rows by the external-content
 delete trigger, vectors by ON DELETE CASCADE, term counts decremented); a term no document uses any
@@ -31,9 +33,11 @@ from threadloom.errors import StoreBusy, StoreError
 from threadloom.memory.model import memory_document
 from threadloom.store import documents
 from threadloom.store.base import Reader, Writer
+from threadloom.store.erasure_claims import CLAIMS, Erasable
 from threadloom.store.memories import to_memory
 
-KINDS: Final = ("transcripts", "memories", "notes")
+OTHER_KINDS: Final[dict[str, Erasable]] = {CLAIMS.name: CLAIMS}
+KINDS: Final = ("transcripts", "memories", "notes", *OTHER_KINDS)
 ERASED_ROLE: Final = "erased"
 SAMPLE_CHARS: Final = 80
 CHUNK: Final = 500
@@ -105,6 +109,8 @@ def _where(t: _Table, owner: str, sel: Selector) -> tuple[str, dict[str, Any]]:
 
 def matching(r: Reader, kind: str, owner: str, sel: Selector, sample: int) -> dict[str, Any]:
     """How many of `owner`'s rows of `kind` the selector picks, and the first few (id, session, at, text)."""
+    if kind in OTHER_KINDS:
+        return OTHER_KINDS[kind].matching(r, owner, sel, sample)
     t = _TABLES[kind]
     where, params = _where(t, owner, sel)
     count = int(r.scalar(f"SELECT COUNT(*) FROM {t.table} WHERE {where}", params))
@@ -165,6 +171,11 @@ def erase(w: Writer, kinds: Sequence[str], owner: str, sel: Selector) -> dict[st
     memory_ids: list[str] = []
     docs = vectors = 0
     for kind in kinds:
+        if kind in OTHER_KINDS:
+            gone, traces = OTHER_KINDS[kind].erase(w, owner, sel)
+            counts |= gone
+            texts.extend(_json_fragment(t) for t in traces)
+            continue
         ids = _ids(w, kind, owner, sel)
         if kind == "memories":
             archived = _archived(w, owner, sel)

@@ -1,0 +1,145 @@
+"""`forget` over the user model (kind `claims`): claims, their evidence and tier history, picked by session,
+source, time or text; a dry run counts and changes nothing; after a real run the text is gone from the
+database file; a second user can neither count nor erase the first's. A real SQLite file, the real services."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from threadloom.erasure.service import Eraser
+from threadloom.identity import Provenance
+from threadloom.sessions import SessionInfo, SessionService
+from threadloom.store.erasure import KINDS, Selector
+from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.usermodel import UserModel
+
+MARKER = "quorvantile"  # in one claim's text
+SAID = "plinthwerber"  # in one statement, on another claim
+
+
+def session(store: SqliteStore, sid: str, user: str, vendor: str = "claude") -> Provenance:
+    info = SessionInfo(id=sid, vendor=vendor, transport="stdio", project="/repo", cwd="/repo", pid=1, user=user)
+    SessionService(store).open(info)
+    return info.provenance()
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> SqliteStore:
+    return open_store(tmp_path / "threadloom.db")
+
+
+def file_bytes(store: SqliteStore) -> bytes:
+    wal = store.path.with_name(store.path.name + "-wal")
+    return store.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+
+
+def count(store: SqliteStore, sql: str, params: dict[str, object] | None = None) -> int:
+    return int(store.read(lambda r: r.scalar(sql, params)))
+
+
+def test_claims_are_a_kind_of_forget() -> None:
+    assert "claims" in KINDS
+
+
+def test_by_text_a_claim_goes_with_its_evidence_and_tiers_and_its_bytes(store: SqliteStore) -> None:
+    ana = session(store, "s1", "ana")
+    model = UserModel(store)
+    gone = model.claim(ana, f"prefers {MARKER} branches", "workflow", statement="I always rebase")["claim"]["id"]
+    kept = model.claim(ana, "writes tests first", "workflow", statement=f"tests first, {SAID}")["claim"]["id"]
+    model.add_evidence(ana, gone, "support", "statement", "rebase keeps history flat")
+    assert MARKER.encode() in file_bytes(store)  # the check below can fail: the text is there
+
+    plan = Eraser(store).forget("ana", Selector(text=MARKER), ["claims"])
+    assert plan["would_erase"]["claims"]["count"] == 1
+    assert plan["would_erase"]["claims"]["evidence"] == 2
+    assert plan["would_erase"]["claims"]["sample"][0]["id"] == gone
+    assert plan["total"] == 3
+    assert count(store, "SELECT count(*) FROM user_claims") == 2  # a dry run changes nothing
+
+    done = Eraser(store).forget("ana", Selector(text=MARKER), ["claims"], dry_run=False)
+    assert done["erased"]["claims"] == 1 and done["erased"]["claim_evidence"] == 2
+    assert done["erased"]["claim_tiers"] >= 1
+    for table in ("user_claims", "user_evidence", "user_claim_tiers"):
+        column = "id" if table == "user_claims" else "claim_id"
+        assert count(store, f"SELECT count(*) FROM {table} WHERE {column} = :c", {"c": gone}) == 0
+    assert done["compaction"]["complete"] is True
+    data = file_bytes(store)
+    assert MARKER.encode() not in data and b"I always rebase" not in data
+    assert SAID.encode() in data  # the other claim and its statement stay
+    assert UserModel(store).review(ana, kept)["claim"]["id"] == kept
+
+
+def test_a_statement_alone_goes_and_its_claim_is_counted_again(store: SqliteStore) -> None:
+    ana = session(store, "s1", "ana")
+    model = UserModel(store)
+    claim = model.claim(ana, "writes tests first", "workflow", statement="tests before code")["claim"]
+    model.add_evidence(ana, claim["id"], "support", "statement", f"red then green, {SAID}")
+    before = model.review(ana, claim["id"])["claim"]["support"]
+
+    done = Eraser(store).forget("ana", Selector(text=SAID), ["claims"], dry_run=False)
+    assert done["erased"] == done["erased"] | {"claims": 0, "claim_evidence": 1}
+    after = model.review(ana, claim["id"])
+    assert after["claim"]["support"] == pytest.approx(before - 1.0)
+    assert [e["ref"] for e in after["evidence"]] == ["tests before code"]
+    assert SAID.encode() not in file_bytes(store)
+
+
+def test_by_session_the_claims_and_evidence_recorded_there(store: SqliteStore) -> None:
+    first, second = session(store, "s1", "ana"), session(store, "s2", "ana", "codex")
+    model = UserModel(store)
+    old = model.claim(first, "likes small commits", "workflow")["claim"]["id"]
+    model.add_evidence(second, old, "support", "statement", "one change per commit please")
+    new = model.claim(second, "asks for a plan first", "communication")["claim"]["id"]
+
+    plan = Eraser(store).forget("ana", Selector(session="s2"), ["claims"])
+    assert plan["would_erase"]["claims"]["count"] == 1 and plan["would_erase"]["claims"]["evidence"] == 1
+    by_source = Eraser(store).forget("ana", Selector(source="codex"), ["claims"])
+    assert by_source["would_erase"]["claims"]["count"] == 1
+    Eraser(store).forget("ana", Selector(session="s2"), ["claims"], dry_run=False)
+    assert count(store, "SELECT count(*) FROM user_claims WHERE id = :c", {"c": new}) == 0
+    left = model.review(first, old)
+    assert left["evidence_total"] == 0 and left["claim"]["support"] == 0
+
+
+def test_a_project_names_no_claim_and_a_time_range_does(store: SqliteStore) -> None:
+    ana = session(store, "s1", "ana")
+    claim = UserModel(store).claim(ana, "prefers tabs", "style")["claim"]
+    assert Eraser(store).forget("ana", Selector(project="/repo"), ["claims"])["total"] == 0
+    at = claim["created_at"]
+    assert Eraser(store).forget("ana", Selector(since=at + 1), ["claims"])["total"] == 0
+    assert Eraser(store).forget("ana", Selector(since=at, until=at + 1), ["claims"])["total"] == 1
+
+
+def test_erasing_a_replacement_makes_the_old_claim_hold_again(store: SqliteStore) -> None:
+    ana = session(store, "s1", "ana")
+    model = UserModel(store)
+    old = model.claim(ana, "prefers spaces", "style")["claim"]["id"]
+    new = model.supersede(ana, old, f"prefers tabs now {MARKER}")["claim"]["id"]
+    Eraser(store).forget("ana", Selector(text=MARKER), ["claims"], dry_run=False)
+    again = model.review(ana, old)["claim"]
+    assert again["superseded_by"] is None and again["valid_until"] is None
+    assert [c["id"] for c in model.claims(ana)["claims"]] == [old]
+    assert count(store, "SELECT count(*) FROM user_claims WHERE id = :c", {"c": new}) == 0
+
+
+def test_erasing_the_old_claim_keeps_its_replacement(store: SqliteStore) -> None:
+    ana = session(store, "s1", "ana")
+    model = UserModel(store)
+    old = model.claim(ana, f"prefers spaces {MARKER}", "style")["claim"]["id"]
+    new = model.supersede(ana, old, "prefers tabs now")["claim"]["id"]
+    Eraser(store).forget("ana", Selector(text=MARKER), ["claims"], dry_run=False)
+    assert model.review(ana, new)["claim"]["supersedes"] is None
+    assert model.review(ana, new)["supersedes_chain"] == []
+
+
+def test_another_user_can_neither_count_nor_erase_the_first_users_claims(store: SqliteStore) -> None:
+    ana, bob = session(store, "s1", "ana"), session(store, "s9", "bob")
+    UserModel(store).claim(ana, f"prefers {MARKER} branches", "workflow", statement=f"say {SAID}")
+    for sel in (Selector(text=MARKER), Selector(text=SAID), Selector(session="s1"), Selector(source="claude")):
+        assert Eraser(store).forget("bob", sel, ["claims"])["total"] == 0
+        assert Eraser(store).forget("bob", sel, ["claims"], dry_run=False)["erased"]["claims"] == 0
+    assert count(store, "SELECT count(*) FROM user_evidence") == 1
+    assert MARKER.encode() in file_bytes(store)
+    assert UserModel(store).claims(bob)["claims"] == []
