@@ -12,7 +12,11 @@
     say JSON       print the JSON string's lines to stdout, each flushed on its own, 5 ms apart
     warn JSON      the same to stderr
     as ROLE: LINE  act on LINE only when the prompt makes it that role ("You are the ROLE.")
+    tools          print the names of the tools its threadloom server offers it (`tools=a,b`)
+    tool NAME JSON call one tool with JSON arguments; prints `tool NAME ok: ...` or `tool NAME error: ...`
 Anything else is ignored. It prints its pid, lineage, toolset and the prompt's size first.
+FAKE_AGENT_SCRIPT (environment): more lines to act on after the prompt's, as a test's own script;
+FAKE_AGENT_PROMPT: a file to save the prompt in, as the test's record of what the agent was given.
 """
 
 from __future__ import annotations
@@ -49,6 +53,30 @@ def whisper(text: str) -> None:
     anyio.run(send)
 
 
+def mcp(action: str, name: str = "", args: dict[str, object] | None = None) -> None:
+    """List the tools (`tools`) or call one (`tool`) through a real threadloom server, as `whisper` does."""
+    import anyio
+    from mcp import Client, StdioServerParameters
+
+    async def run() -> None:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "threadloom", "serve", "--in-process"],
+                                       env=dict(os.environ))  # fmt: skip
+        async with Client(params, mode="legacy") as client:
+            if action == "tools":
+                listed = await client.list_tools()
+                print("tools=" + ",".join(sorted(t.name for t in listed.tools)), flush=True)
+                return
+            try:
+                result = await client.call_tool(name, args or {})
+            except Exception as exc:
+                print(f"tool {name} error: {exc}", flush=True)
+                return
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            print(f"tool {name} {'error' if result.is_error else 'ok'}: {text[:300]}", flush=True)
+
+    anyio.run(run)
+
+
 def leave(argv: list[str], own_session: bool = False) -> subprocess.Popen[bytes]:
     return subprocess.Popen(argv, start_new_session=own_session, stdin=subprocess.DEVNULL)
 
@@ -59,7 +87,10 @@ def main() -> int:
           f"task={os.environ.get('THREADLOOM_TASK')} toolset={os.environ.get('THREADLOOM_TOOLSET')} "
           f"chars={len(prompt)} continued={prompt.startswith('You were stopped')}", flush=True)  # fmt: skip
     role = m.group(1) if (m := re.search(r"You are the (\S+)\.", prompt)) else None
-    for line in prompt.splitlines():
+    if os.environ.get("FAKE_AGENT_PROMPT"):
+        with open(os.environ["FAKE_AGENT_PROMPT"], "w", encoding="utf-8") as f:
+            f.write(prompt)
+    for line in [*prompt.splitlines(), *os.environ.get("FAKE_AGENT_SCRIPT", "").splitlines()]:
         line = line.strip()
         if line.startswith("as ") and ":" in line:
             who, _, line = line[3:].partition(":")
@@ -83,6 +114,11 @@ def main() -> int:
                 time.sleep(0.005)
         elif word == "fail":
             return 3
+        elif word == "tools":
+            mcp("tools")
+        elif word == "tool":
+            name, _, args = rest.partition(" ")
+            mcp("tool", name, json.loads(args or "{}"))
         elif word == "usage":  # usage TOKENS DOLLARS, as Claude Code's JSON result reports it
             tokens, dollars = rest.split()
             print(json.dumps({"type": "result", "usage": {"input_tokens": int(tokens), "output_tokens": 0},
