@@ -25,6 +25,7 @@ INNER = [
     "ingest",
     "usermodel",
     "erasure",
+    "health",
 ]
 SURFACE_MODULES = ("threadloom.server", "threadloom.cli", "threadloom.daemon", "threadloom.entry")
 SURFACE_LIBRARIES = ("mcp", "mcp_types", "typer", "rich", "starlette", "uvicorn")

@@ -105,6 +105,7 @@ def _register_groups() -> None:
     from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
     from threadloom.cli.setup import setup
+    from threadloom.cli.stats import stats, top
     from threadloom.cli.threads import thread_app
     from threadloom.cli.watch import watch
 
@@ -121,6 +122,8 @@ def _register_groups() -> None:
     app.command()(setup)
     app.command()(brief)
     app.command()(forget)
+    app.command()(stats)
+    app.command()(top)
 
 
 def run() -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import stat
 from dataclasses import dataclass
+from typing import Annotated
 
 import apsw
 import typer
@@ -150,17 +151,27 @@ def check_daemon(s: Settings) -> list[Check]:
     ]
 
 
-def doctor() -> None:
+def doctor(
+    probe: Annotated[
+        bool, typer.Option("--probe", help="Also run the self-test through the real tools in a scratch store.")
+    ] = False,
+) -> None:
     """Check the store, migrations, permissions, free disk, the daemon and search; print paths and versions.
 
     Search: loads the configured model here, as a server would (a few seconds), and says which search you
     have (hybrid with the local model or an endpoint, or full-text only, and why) and what the model costs.
     Exits 0 when healthy, 1 when a required check fails (an embedder named in THREADLOOM_EMBEDDER that does
-    not load is one; full-text by default, when the model's packages are missing, is a warning).
+    not load is one; full-text by default, when the model's packages are missing, is a warning). With --probe,
+    a self-test in a scratch store (store and recall, amend, signal, thread context) whose failures are failures.
     """
     s = settings()
     checks = [*check_home(s), *check_store(s), *check_sqlite(), *check_disk(s), *check_daemon(s), *check_transcripts(s)]
     checks += check_search(s)
+    if probe:  # recorded in the store, so `threadloom stats` shows reliability over time
+        from threadloom.cli.stats import run_and_record
+
+        ran = run_and_record(s, "doctor").outcomes
+        checks += [Check(f"probe {o.category}", o.ok, f"{o.ms:.0f} ms" if o.ok else str(o.error)) for o in ran]
     table = Table("check", "", "detail")
     for c in checks:
         mark = "[green]ok[/green]" if c.ok else ("[red]FAIL[/red]" if c.required else "[yellow]-[/yellow]")

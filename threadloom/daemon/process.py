@@ -24,7 +24,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from threadloom import __version__
 from threadloom.config import Settings, configure_logging, load_settings
-from threadloom.daemon import ingest_job, protocol
+from threadloom.daemon import ingest_job, probe_job, protocol
 from threadloom.daemon.hook_op import hook_op
 from threadloom.errors import ThreadloomError
 from threadloom.home import try_lock
@@ -66,6 +66,7 @@ class Daemon:
             tg.start_soon(self._watch_idle)
             tg.start_soon(self._watch_signals)
             tg.start_soon(self.runtime.run_background_jobs)
+            tg.start_soon(probe_job.keep_probing, self.runtime)  # the self-test (THREADLOOM_PROBE_INTERVAL)
             ingest = ingest_job.start(self.runtime)  # transcripts: the poll and session-end passes
             tg.start_soon(ingest.run)
             await self._retire.wait()

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
+from threadloom.store.migrations_health import M025_PROBES_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
 from threadloom.store.migrations_search import M013_SEARCH_GENERATION_SQL, M018_REACTIVATION_GENERATION_SQL
 from threadloom.store.migrations_skills import M024_SKILLS_SQL
@@ -377,6 +378,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m019_transcripts", M019_TRANSCRIPTS_SQL),
     Migration("m020_user_model", USER_MODEL_SQL),
     Migration("m021_job_cursors", M021_JOB_CURSORS_SQL),
+    Migration("m025_probes", M025_PROBES_SQL),
     Migration("m024_skills", M024_SKILLS_SQL),
 )
 

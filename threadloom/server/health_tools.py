@@ -1,0 +1,31 @@
+"""The `ops` group (opt-in): `health`, threadloom's vital signs for the person who runs it. Opt-in because an
+agent at work rarely needs it, and the default surface is held to 3,000 tokens."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import Field
+
+from threadloom.health.stats import MAX_WINDOW_DAYS, HealthOptions, HealthService
+from threadloom.server.connection import caller
+from threadloom.server.toolsets import ToolDef
+
+
+async def health(
+    ctx: Context,
+    window_days: Annotated[int, Field(ge=1, le=MAX_WINDOW_DAYS, description="Days of tool calls.")] = 7,
+) -> dict[str, Any]:
+    """threadloom's vital signs when the user asks how it is doing: your counts and growth per kind, store
+    size, index freshness, tool latency and errors, background jobs, ingest, self-test reliability.
+    """
+    runtime, prov = await caller(ctx)
+    loaded = runtime.embedder.get()
+    options = HealthOptions(window_days, loaded.fingerprint if loaded else None, runtime.settings.ingest)
+    return await runtime.call(HealthService(runtime.store).report, prov.viewer().user, options)
+
+
+HEALTH_TOOLS: tuple[ToolDef, ...] = (
+    ToolDef(health, "ops", "threadloom health", read_only=True, destructive=False, idempotent=True),
+)
