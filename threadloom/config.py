@@ -126,8 +126,8 @@ class Settings(BaseSettings):
     usermodel_interval: float = Field(
         900.0, ge=0, description="Seconds between the daemon's user-model passes; 0: only `threadloom user mine`."
     )
-    usermodel_agent: Literal["claude", "codex", "gemini", "custom"] = Field(
-        "claude", description="The agent CLI the validator spawns (custom: THREADLOOM_SPAWN_COMMAND)."
+    usermodel_agent: Literal["claude", "custom"] = Field(
+        "claude", description="The validator's agent: claude (its own tools off) or custom (THREADLOOM_SPAWN_COMMAND)."
     )
     egress: Literal["all", "same-vendor", "none"] = Field(
         "all",
