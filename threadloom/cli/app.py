@@ -107,6 +107,7 @@ def _register_groups() -> None:
     from threadloom.cli.setup import setup
     from threadloom.cli.stats import stats, top
     from threadloom.cli.threads import thread_app
+    from threadloom.cli.usermodel import user_app
     from threadloom.cli.watch import watch
 
     app.add_typer(daemon_app, name="daemon")
@@ -115,6 +116,7 @@ def _register_groups() -> None:
     app.add_typer(thread_app, name="thread")
     app.add_typer(http_app, name="http")
     app.add_typer(ingest_app, name="ingest")
+    app.add_typer(user_app, name="user")
     app.command()(doctor)
     app.command()(check)
     app.command()(reindex)

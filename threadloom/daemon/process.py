@@ -26,6 +26,7 @@ from threadloom import __version__
 from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.daemon import ingest_job, probe_job, protocol
 from threadloom.daemon.hook_op import hook_op
+from threadloom.daemon.usermodel_job import UserModelJob
 from threadloom.errors import ThreadloomError
 from threadloom.home import try_lock
 from threadloom.identity import Identity, Provenance, detect_vendor, project_root, session_id_from
@@ -69,6 +70,7 @@ class Daemon:
             tg.start_soon(probe_job.keep_probing, self.runtime)  # the self-test (THREADLOOM_PROBE_INTERVAL)
             ingest = ingest_job.start(self.runtime)  # transcripts: the poll and session-end passes
             tg.start_soon(ingest.run)
+            tg.start_soon(UserModelJob(self.runtime).run)  # user-model observation (THREADLOOM_USERMODEL_MINE)
             await self._retire.wait()
             ingest.stop()
             await self._stop_listening()
