@@ -1,11 +1,12 @@
 """User-model benchmark: the session brief with 500 claims about the user, against the same store's brief
 for a user with none (the baseline, same run), plus the cost of a claim, a piece of evidence and the
-synthesis.
+synthesis; and the observation miner's cost per message (against reading the same messages alone, same run)
+with its precision and recall on the labelled fixture (tests/data/usermodel_mining.jsonl).
 
 Claims are written through the public path (UserModel, what the user_claim and user_evidence tools call):
 a third validated (four statements each), a third observed, a third hypotheses, a few disputed.
 
-    python bench/usermodel.py [--claims 500] [--runs 50]
+    python bench/usermodel.py [--claims 500] [--runs 50] [--messages 5000]
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measure import pct
+from usermodel_observe import observation
 
 from threadloom.brief import render_brief
 from threadloom.config import Settings
@@ -73,6 +75,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claims", type=int, default=500)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--messages", type=int, default=5000, help="ingested messages the miner reads")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         repo = Path(tmp) / "repo"
@@ -103,6 +106,7 @@ def main() -> None:
           f"p95 {pct(evidence_ms, 0.95):7.2f} ms")  # fmt: skip
     for name, row in rows.items():
         print(f"{name:38} p50 {row['p50']:7.2f} ms   p95 {row['p95']:7.2f} ms")
+    observation(args.messages)
 
 
 if __name__ == "__main__":

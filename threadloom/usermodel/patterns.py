@@ -171,12 +171,20 @@ def _compiled(table: tuple[tuple[str, str, bool, str], ...]) -> tuple[Cue, ...]:
 
 CUES: Final = _compiled(_TABLE)
 MEMORY_CUES: Final = _compiled(_ABOUT_USER) + CUES
-# One cheap test per sentence before the cue table: a sentence with none of these words holds no cue.
-_TRIGGER: Final = re.compile(
-    r"(?i)\b(?:i|i'd|my|it'?s|it is|please|prefiero|prefiro|preferisco|me|no|ya|yo|suelo|normalmente|por|para|"
-    r"odio|detesto|valoro|siempre|nunca|jamás|eu|já|pfv|je|j'aime|j'accorde|s'il|d'habitude|ce|j|ich|bitte|mir|"
-    r"normalerweise|non|io|di|per)\b|我|不要|别|勿|请|对我来说"
-)
+# One cheap test per language before its cues: a sentence none of a language's cue words appear in skips
+# that language's part of the table (most sentences skip all but one).
+_TRIGGERS: Final = {
+    lang: re.compile(p if lang == "zh" else r"(?i)\b(?:" + p + r")\b")
+    for lang, p in (
+        ("en", r"i|i'd|my|please|it'?s|it is|user"),
+        ("es", r"prefiero|me|no|ya|yo|suelo|normalmente|por|para|odio|detesto|valoro|siempre|nunca|jamás|usuario"),
+        ("pt", r"prefiro|eu|não|já|por|pfv|costumo|valorizo|usuário"),
+        ("fr", r"je|j'\w+|s'il|d'habitude|ce|utilisateur"),
+        ("de", r"ich|bitte|mir|normalerweise|nutzer|benutzer"),
+        ("it", r"preferisco|non|io|di|per|sempre|mai"),
+        ("zh", r"我|不要|别|勿|请|对我来说|用户"),
+    )
+}
 
 # Clause ends: the object stops here. Chinese and Japanese punctuation included.
 _CLAUSE_END: Final = re.compile(
@@ -268,12 +276,13 @@ def find(text: str, *, memory: bool = False) -> Iterator[Finding]:
     cues = MEMORY_CUES if memory else CUES
     for sentence in _SENTENCES.split(text):
         sentence = sentence.strip()
-        if len(sentence) < 4 or sentence.endswith(("?", "？")) or not (memory or _TRIGGER.search(sentence)):
+        if len(sentence) < 4 or sentence.endswith(("?", "？")):
             continue
-        if refused(sentence):
+        langs = {lang for lang, trigger in _TRIGGERS.items() if trigger.search(sentence)}
+        if not langs or refused(sentence):
             continue
         for clause in _CLAUSES.split(sentence):
-            found = _read(clause.strip(), cues)
+            found = _read(clause.strip(), [c for c in cues if c.lang in langs])
             if found is not None:
                 yield found
 
@@ -282,7 +291,7 @@ def refused(text: str) -> bool:
     return _REFUSED.search(text) is not None
 
 
-def _read(sentence: str, cues: tuple[Cue, ...]) -> Finding | None:
+def _read(sentence: str, cues: list[Cue]) -> Finding | None:
     """The cue that starts first in `sentence` (the table's order between two at one place)."""
     best: tuple[Cue, re.Match[str]] | None = None
     for cue in cues:
