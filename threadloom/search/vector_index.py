@@ -23,9 +23,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from threadloom.search.facets import Facets
 from threadloom.search.model import Filters
 from threadloom.store import documents
 from threadloom.store.base import Reader
+from threadloom.store.vector_facets import FacetRow, vector_facet_batch
 
 if TYPE_CHECKING:
     import numpy as np
@@ -49,6 +51,7 @@ class SignCodes:
         self.ids: npt.NDArray[np.int64] = np.zeros(0, dtype=np.int64)
         self.codes: npt.NDArray[np.uint64] = np.zeros((0, 0), dtype=np.uint64)
         self.centre: npt.NDArray[np.float32] | None = None
+        self.facets = Facets()
         self.last_id = 0
 
     def encode(self, matrix: npt.NDArray[np.float32]) -> npt.NDArray[np.uint64]:
@@ -61,34 +64,38 @@ class SignCodes:
             bits = np.pad(bits, ((0, 0), (0, pad)))
         return np.ascontiguousarray(bits).view(np.uint64)
 
-    def add(self, ids: list[int], matrix: npt.NDArray[np.float32]) -> None:
+    def add(self, rows: list[FacetRow]) -> None:
         import numpy as np
 
+        ids = [row[0] for row in rows]
+        matrix = _matrix([row[1] for row in rows])
         if self.centre is None:
             self.centre = matrix.mean(axis=0).astype(np.float32)
             self.codes = np.zeros((0, self.encode(matrix[:1]).shape[1]), dtype=np.uint64)
         self.ids = np.concatenate([self.ids, np.asarray(ids, dtype=np.int64)])
         self.codes = np.concatenate([self.codes, self.encode(matrix)])
+        self.facets.add(rows)
         self.last_id = max(self.last_id, max(ids))
 
     def nearest(
-        self, query: npt.NDArray[np.float32], count: int, allowed: npt.NDArray[np.int64] | None, ordered: bool = False
+        self, query: npt.NDArray[np.float32], count: int, allowed: npt.NDArray[np.bool_] | None, ordered: bool = False
     ) -> npt.NDArray[np.int64]:
-        """Ids of the `count` codes nearest `query` among `allowed` (None: all), nearest first if `ordered`."""
+        """Ids of the `count` codes nearest `query` among those `allowed` marks (None: all), nearest first
+        if `ordered`."""
         import numpy as np
 
         if len(self.ids) == 0:
             return self.ids
-        distances = np.bitwise_count(self.codes ^ self.encode(query[None, :])).sum(axis=1, dtype=np.int32)
-        if allowed is not None:
-            distances[~np.isin(self.ids, allowed)] = np.iinfo(np.int32).max
-        count = min(count, len(self.ids))
+        rows = np.flatnonzero(allowed) if allowed is not None else None
+        codes = self.codes if rows is None else self.codes[rows]  # a filter's share only
+        if len(codes) == 0:
+            return np.zeros(0, dtype=np.int64)
+        distances = np.bitwise_count(codes ^ self.encode(query[None, :])).sum(axis=1, dtype=np.int32)
+        count = min(count, len(codes))
         best = np.argpartition(distances, count - 1)[:count]
-        if allowed is not None:
-            best = best[distances[best] != np.iinfo(np.int32).max]
         if ordered:
             best = best[np.argsort(distances[best], kind="stable")]
-        return self.ids[best]
+        return self.ids[best] if rows is None else self.ids[rows[best]]
 
 
 def _nearest_passing(
@@ -180,16 +187,25 @@ class DenseIndex:
             return _nearest(prefetched.ids, prefetched.matrix, query, depth, floor)
         want = max(MIN_RESCORE, depth * OVERSAMPLE)
         codes = self._current(r, fingerprint)
+        mask = codes.facets.mask(filters) if len(codes.ids) > EXACT_LIMIT else None
+        if mask is not None:  # a transcript filter, answered in memory (facets.py); SQL still checks each
+            if int(mask.sum()) <= want:
+                candidates = codes.ids[mask].tolist()
+            else:
+                candidates = codes.nearest(query, want, mask).tolist()
+            # The mask answered every filter from columns that never change; SQL keeps who may see each.
+            seen = Filters(kinds=filters.kinds, memory=filters.memory)
+            return _exact(documents.vectors_of(r, fingerprint, candidates, seen), query, depth, floor)
         if filters != Filters() and len(codes.ids) > EXACT_LIMIT:
             rows = _nearest_passing(r, fingerprint, codes, query, want, filters)
             if rows is not None:  # the filters pass most of the store: no need to list what they pass
                 return _exact(rows, query, depth, floor)
-        allowed: npt.NDArray[np.int64] | None = None
+        allowed: npt.NDArray[np.bool_] | None = None
         if filters != Filters():
             ids = documents.filtered_ids(r, filters, 1 << 62)
             if len(ids) <= EXACT_LIMIT:
                 return _exact(documents.vectors_of(r, fingerprint, ids, filters), query, depth, floor)
-            allowed = np.asarray(ids, dtype=np.int64)
+            allowed = np.isin(codes.ids, np.asarray(ids, dtype=np.int64))
         if len(codes.ids) <= EXACT_LIMIT:
             candidates = codes.ids.tolist()
         else:
@@ -203,8 +219,8 @@ class DenseIndex:
             if codes is None or codes.fingerprint != fingerprint:
                 codes = self._codes = SignCodes(fingerprint)
             # New vectors have higher doc ids than any coded one; an index seek finds them, or nothing.
-            while batch := documents.vector_batch(r, fingerprint, codes.last_id, LOAD_BATCH):
-                codes.add([i for i, _ in batch], _matrix([v for _, v in batch]))
+            while batch := vector_facet_batch(r, fingerprint, codes.last_id, LOAD_BATCH):
+                codes.add(batch)
             return codes
 
     def forget(self) -> None:

@@ -85,6 +85,9 @@ class _Cursor:
         return int(self._conn.last_insert_rowid())
 
 
+READ_MMAP_BYTES = 1 << 30
+
+
 class SqliteStore:
     """A store in one SQLite file, in WAL mode."""
 
@@ -114,6 +117,11 @@ class SqliteStore:
         conn.row_trace = _dict_row
         if readonly:
             conn.execute("PRAGMA query_only = ON")
+            # Searches look rows up by key all over the file (a vector, a message, a document per candidate):
+            # mapped pages cost no read call or copy each, half the time of a dialog search's re-scoring
+            # (600 candidates: 40 -> 20 ms at 100k messages, bench/dialog.py). Address space, not memory:
+            # the pages are the OS's file cache.
+            conn.execute(f"PRAGMA mmap_size = {READ_MMAP_BYTES}")
         else:
             conn.execute("PRAGMA foreign_keys = ON")
         with self._conns_lock:
