@@ -268,3 +268,11 @@ def test_two_processes_mining_at_once_double_nothing(tmp_path: Path) -> None:
 def test_off_by_default() -> None:
     s = Settings()
     assert s.usermodel_mine is False and s.usermodel_validate is False
+
+
+def test_one_message_is_at_most_a_few_observations(store: SqliteStore) -> None:
+    """A list of fifty "I prefer …" lines, a tag soup and a megabyte of text: bounded work, bounded claims."""
+    listing = "\n".join(f"I prefer option number {i}." for i in range(50))
+    add_messages(store, "ana", [("user", listing), ("user", "<a " * 5000), ("user", "I prefer " + "x" * 1_000_000)])
+    report = Miner(store, "ana").run()
+    assert report.messages == 3 and report.proposed == 5 and len(claims(store)) == 5

@@ -23,6 +23,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from functools import partial
+from itertools import islice
 from typing import Any, Final
 
 from threadloom.agents import VENDORS
@@ -44,6 +45,7 @@ LEASE_MS: Final = 120_000
 BATCH: Final = 500
 MAX_ROWS: Final = 20_000  # per source and pass; the rest waits for the next pass
 SCAN_CHARS: Final = 2_000  # of one message, after what was pasted is taken out
+PER_TEXT: Final = 5  # statements read from one message or memory: a list of fifty is not fifty observations
 MEMORY_OVERLAP_MS: Final = 60_000  # memories are read by creation time; see _memories
 SAMPLES: Final = 20
 Batches = Callable[[int], Iterator[tuple[list["Observation"], int, int]]]
@@ -51,7 +53,7 @@ SOURCE_VENDOR: Final = {"claude-code": "claude", "codex": "codex", "gemini": "ge
 
 _CODE: Final = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)", re.S)
 _INLINE: Final = re.compile(r"`[^`\n]*`")
-_TAGGED: Final = re.compile(r"<([A-Za-z][\w-]{0,40})(?:\s[^>]*)?>.*?(?:</\1>|\Z)", re.S)
+_TAGGED: Final = re.compile(r"<([A-Za-z][\w-]{0,40})(?:\s[^<>]{0,200})?>.*?(?:</\1>|\Z)", re.S)
 _FENCE: Final = re.compile(re.escape(OPEN) + r".*?(?:" + re.escape(CLOSE) + r"|\Z)", re.S)
 _PASTED_LINE: Final = re.compile(r"^(?:>|\||\s{4}|\t|\$ |#!|Traceback|  File ).*$", re.M)
 
@@ -156,7 +158,7 @@ class Miner:
                     Observation(f, "message", str(mid), SOURCE_VENDOR.get(source, "other"))
                     for mid, source, session, role, text in found
                     if role == "user" and session not in spawned
-                    for f in find(own_words(text))
+                    for f in islice(find(own_words(text)), PER_TEXT)
                 ]
                 read += len(found)
                 position = int(found[-1][0])
@@ -178,7 +180,7 @@ class Miner:
                 observations = [
                     Observation(f, "memory", mid, vendor)
                     for mid, content, vendor, _ in found
-                    for f in find(own_words(content), memory=True)
+                    for f in islice(find(own_words(content), memory=True), PER_TEXT)
                 ]
                 read += len(found)
                 since, last_id = int(found[-1][3]), str(found[-1][0])

@@ -155,6 +155,10 @@ _ABOUT_USER: Final[tuple[tuple[str, str, bool, str], ...]] = (
 # fmt: on
 
 
+OBJECT_SCAN: Final = 160  # characters after a cue read for its object (MAX_OBJECT_CHARS and a clause end)
+MAX_SENTENCE_CHARS: Final = 1_000  # longer is pasted text, not a statement
+
+
 @dataclass(frozen=True)
 class Cue:
     lang: str
@@ -163,9 +167,17 @@ class Cue:
     pattern: re.Pattern[str]
 
 
+def _bounded(pattern: str) -> str:
+    """The object never reaches past OBJECT_SCAN characters: no cue scans a long run-on text to its end once
+    per place it could start."""
+    bound = f"{{1,{OBJECT_SCAN}}}"
+    return pattern.replace(".+?", f".{bound}?").replace(".+", f".{bound}").replace(".*", f".{{0,{OBJECT_SCAN}}}")
+
+
 def _compiled(table: tuple[tuple[str, str, bool, str], ...]) -> tuple[Cue, ...]:
     return tuple(
-        Cue(lang, stance, back, re.compile(p if lang == "zh" else "(?i)" + p)) for lang, stance, back, p in table
+        Cue(lang, stance, back, re.compile(_bounded(p) if lang == "zh" else "(?i)" + _bounded(p)))
+        for lang, stance, back, p in table
     )
 
 
@@ -276,7 +288,7 @@ def find(text: str, *, memory: bool = False) -> Iterator[Finding]:
     cues = MEMORY_CUES if memory else CUES
     for sentence in _SENTENCES.split(text):
         sentence = sentence.strip()
-        if len(sentence) < 4 or sentence.endswith(("?", "？")):
+        if not 4 <= len(sentence) <= MAX_SENTENCE_CHARS or sentence.endswith(("?", "？")):
             continue
         langs = {lang for lang, trigger in _TRIGGERS.items() if trigger.search(sentence)}
         if not langs or refused(sentence):
