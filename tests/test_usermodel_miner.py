@@ -276,3 +276,23 @@ def test_one_message_is_at_most_a_few_observations(store: SqliteStore) -> None:
     add_messages(store, "ana", [("user", listing), ("user", "<a " * 5000), ("user", "I prefer " + "x" * 1_000_000)])
     report = Miner(store, "ana").run()
     assert report.messages == 3 and report.proposed == 5 and len(claims(store)) == 5
+
+
+def test_a_pass_that_dies_mid_batch_is_redone_without_doubles(
+    store: SqliteStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claims of a batch are written before its cursor: a crash between them re-reads the batch, which
+    finds its claims by text and its evidence already counted."""
+    add_messages(store, "ana", [("user", "I prefer tabs over spaces."), ("user", "Prefiero respuestas cortas.")])
+
+    def crash(*args: object, **kwargs: object) -> bool:
+        raise RuntimeError("killed before the cursor was saved")
+
+    with monkeypatch.context() as m:
+        m.setattr(Miner, "_advance", crash)
+        with pytest.raises(RuntimeError):
+            Miner(store, "ana").run()
+    assert len(claims(store)) == 2 and last_run(store, "ana") is None  # written, cursor not moved, no run
+    redo = Miner(store, "ana").run()  # the lease was released on the way out: no wait
+    assert (redo.messages, redo.proposed, redo.supported, redo.repeated) == (2, 0, 0, 2)
+    assert len(claims(store)) == 2 and sum(len(c["evidence"]) for c in claims(store).values()) == 2

@@ -114,6 +114,7 @@ class Miner:
         if not dry_run and not self.store.write(lambda w: jobs.acquire(w, self.job, holder, now_ms(), LEASE_MS)):
             report.busy = True
             return report
+        completed = False
         try:
             index = self._index()
             spawned = frozenset(self.store.read(lambda r: spawned_client_sessions(r, 0)))
@@ -131,6 +132,7 @@ class Miner:
                         report.busy = True  # the lease was lost: another pass goes on from our cursor
                         return report
                 report.cursors[name] = position
+            completed = True
         finally:
             if not dry_run:
                 report.seconds = round(time.perf_counter() - clock, 3)
@@ -138,7 +140,7 @@ class Miner:
 
                 def close(w: Writer) -> None:
                     jobs.release(w, self.job, holder)
-                    if not report.busy:
+                    if completed:  # a pass that failed part-way is not a run: the next one redoes its batch
                         jobs.record_run(w, self.job, started, now_ms(), False, outcome)
 
                 self.store.write(close)
