@@ -7,8 +7,10 @@ from pathlib import Path
 
 import anyio
 import pytest
+from mcp import Client
 
-from tests.helpers import cli
+from tests.helpers import cli, serve_params, structured
+from tests.test_ingest import PROJECT, line
 from tests.test_usermodel_miner import add_messages, claims
 from threadloom.config import Settings
 from threadloom.daemon.usermodel_job import UserModelJob
@@ -75,3 +77,32 @@ def test_daemon_job_pass_when_on(tmp_path: Path) -> None:
         assert run is not None and run["outcome"]["proposed"] == 1
     finally:
         runtime.close()
+
+
+@pytest.mark.anyio
+async def test_the_daemon_mines_what_it_ingests(home: Path, tmp_path: Path) -> None:
+    """End to end: an agent CLI's transcript on disk, the daemon's ingest poll, its user-model pass, the claim
+    read back over MCP by the owner (and not by another user)."""
+    user = tmp_path / "u"
+    session = user / ".claude" / "projects" / PROJECT / "9d0c6a1e-2b3f-4c5d-8e9f-0a1b2c3d4e5f.jsonl"
+    session.parent.mkdir(parents=True)
+    session.write_text(line(1, "Please don't add emojis to commit messages.", session="9d0c6a1e")
+                       + line(2, "Sure, I always avoid them.", session="9d0c6a1e"))  # fmt: skip
+    (home / ".env").write_text("THREADLOOM_USER=ada\n")
+    env = {"HOME": str(user), "THREADLOOM_INGEST": "true", "THREADLOOM_INGEST_INTERVAL": "0.2",
+           "THREADLOOM_USERMODEL_MINE": "true", "THREADLOOM_USERMODEL_INTERVAL": "0.5",
+           "THREADLOOM_TOOLSET": "default,user_model"}  # fmt: skip
+    async with Client(serve_params(home, **env), mode="legacy") as ada:
+        deadline = anyio.current_time() + 60
+        while True:
+            listed = structured(await ada.call_tool("user_review", {}))["claims"]
+            if listed or anyio.current_time() > deadline:
+                break
+            await anyio.sleep(0.3)
+        assert [c["text"] for c in listed] == ["Does not want: add emojis to commit messages"]
+        assert listed[0]["tier"] == "hypothesis"  # the assistant's "I always avoid them" was not the user's
+        async with Client(serve_params(home, **(env | {"THREADLOOM_USER": "bob"})), mode="legacy") as bob:
+            assert structured(await bob.call_tool("user_review", {}))["claims"] == []
+    status = cli(home, "user", "status")
+    assert "observation: off" in status.stdout  # the CLI's own settings: the daemon's came from its env
+    assert ("miner: last ran" in status.stdout and "1 proposed" in status.stdout) or "0 proposed" in status.stdout
