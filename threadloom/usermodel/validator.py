@@ -45,8 +45,10 @@ DEADLINE_S: Final = 300.0
 LEASE_MS: Final = 60_000
 TOOLSET: Final = "user_model"
 # Claude Code in print mode with its own tools taken away: only threadloom's MCP tools are left, and of those
-# the server offers the user-model group alone. https://docs.anthropic.com/en/docs/claude-code/cli-reference
-# (--disallowedTools; MCP tools are named mcp__<server>__<tool>).
+# the server offers the user-model group alone. Flags: https://docs.anthropic.com/en/docs/claude-code/cli-reference
+# (--disallowedTools, --allowedTools); MCP tools are named mcp__<server>__<tool>
+# (https://docs.claude.com/en/api/agent-sdk/custom-tools, "Tool name format"), and `threadloom setup` registers
+# the server as `threadloom` (setup/clients/claude.py).
 CLAUDE_COMMAND: Final = (
     "claude -p --disallowedTools Bash Edit MultiEdit Write NotebookEdit Read Glob Grep LS WebFetch WebSearch "
     "Task TodoWrite --allowedTools mcp__threadloom__user_evidence mcp__threadloom__user_review"
