@@ -105,6 +105,7 @@ def _register_groups() -> None:
     from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
     from threadloom.cli.setup import setup
+    from threadloom.cli.skills import skills_app
     from threadloom.cli.stats import stats, top
     from threadloom.cli.threads import thread_app
     from threadloom.cli.usermodel import user_app
@@ -116,6 +117,7 @@ def _register_groups() -> None:
     app.add_typer(thread_app, name="thread")
     app.add_typer(http_app, name="http")
     app.add_typer(ingest_app, name="ingest")
+    app.add_typer(skills_app, name="skills")
     app.add_typer(user_app, name="user")
     app.command()(doctor)
     app.command()(check)
