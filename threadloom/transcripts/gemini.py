@@ -24,7 +24,15 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from threadloom.transcripts.jsonl import Decoded, Record, parse_jsonl, remember
+from threadloom.transcripts.jsonl import (
+    ESCAPED_SURROGATE,
+    LONE_SURROGATE,
+    Decoded,
+    Record,
+    parse_jsonl,
+    remember,
+    without_surrogates,
+)
 from threadloom.transcripts.model import Cursor, Message, ParseResult, Problem, Role, ToolUse
 from threadloom.transcripts.reader import BUDGET, open_checked
 from threadloom.transcripts.text import cap, flatten, timestamp, tool_args, tool_result
@@ -176,6 +184,10 @@ def parse_whole(path: Path, cursor: Cursor | None) -> ParseResult:
         raw = opened.file.read(MAX_JSON + 1)
     try:
         document = json.loads(raw.decode("utf-8", "replace"))
+        if ESCAPED_SURROGATE.search(raw):
+            document, changed = without_surrogates(document)
+            if changed:
+                problems.append(Problem(name, "invalid_utf8", None, LONE_SURROGATE))
     except (ValueError, RecursionError) as exc:
         # Cut mid-write or damaged: nothing is trusted; the next change is read again.
         problems.append(Problem(name, "invalid_json", None, str(exc)[:120]))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -16,6 +17,11 @@ from threadloom.transcripts.reader import BUDGET, MAX_LINE, LineReader, open_che
 
 MAX_PROBLEMS = 20  # reported per call; every occurrence is still counted in `skipped`
 DECODER = json.JSONDecoder()
+# JSON may escape half a UTF-16 pair ("\\ud83d" alone: a tool cut an emoji in two); json.loads gives a str
+# holding a lone surrogate, which no UTF-8 encoder (SQLite's included) accepts.
+SURROGATE = re.compile("[\ud800-\udfff]")
+ESCAPED_SURROGATE = re.compile(rb"\\u[dD][89a-fA-F]")
+LONE_SURROGATE = "a lone UTF-16 surrogate escaped in the JSON replaced with U+FFFD"
 
 
 def load(text: str) -> Any:
@@ -28,6 +34,25 @@ def load(text: str) -> Any:
     except ValueError:
         pass
     return json.loads(text)
+
+
+def without_surrogates(value: Any) -> tuple[Any, bool]:
+    """`value` (parsed JSON) with every lone surrogate in its strings, keys included, replaced by U+FFFD;
+    and whether there was one. Call it only when the raw text holds an escaped one (`ESCAPED_SURROGATE`)."""
+    if isinstance(value, str):
+        cleaned = SURROGATE.sub("\ufffd", value)
+        return cleaned, cleaned != value
+    if isinstance(value, list):
+        pairs = [without_surrogates(v) for v in value]
+        return [v for v, _ in pairs], any(c for _, c in pairs)
+    if isinstance(value, dict):
+        out, changed = {}, False
+        for k, v in value.items():
+            (key, key_changed), (item, item_changed) = without_surrogates(k), without_surrogates(v)
+            out[key] = item
+            changed = changed or key_changed or item_changed
+        return out, changed
+    return value, False
 
 
 @dataclass(slots=True)
@@ -85,6 +110,10 @@ def parse_jsonl(
                     report(Problem(name, "invalid_utf8", offset, "invalid UTF-8 replaced with U+FFFD"))
                 try:
                     value = load(text)
+                    if ESCAPED_SURROGATE.search(line):
+                        value, changed = without_surrogates(value)
+                        if changed:
+                            report(Problem(name, "invalid_utf8", offset, LONE_SURROGATE))
                 except (ValueError, RecursionError) as exc:  # RecursionError: nesting deeper than Python's stack
                     skipped["invalid_json"] += 1
                     report(Problem(name, "invalid_json", offset, str(exc)[:120]))
