@@ -24,6 +24,7 @@ INNER = [
     "search",
     "ingest",
     "usermodel",
+    "style",
     "erasure",
     "health",
 ]

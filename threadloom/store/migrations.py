@@ -16,6 +16,7 @@ from threadloom.store.migrations_health import M025_PROBES_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
 from threadloom.store.migrations_search import M013_SEARCH_GENERATION_SQL, M018_REACTIVATION_GENERATION_SQL
 from threadloom.store.migrations_skills import M024_SKILLS_SQL
+from threadloom.store.migrations_style import M022_STYLE_SQL
 from threadloom.store.migrations_transcripts import M019_TRANSCRIPTS_SQL
 from threadloom.store.migrations_usermodel import USER_MODEL_SQL
 
@@ -378,8 +379,9 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m019_transcripts", M019_TRANSCRIPTS_SQL),
     Migration("m020_user_model", USER_MODEL_SQL),
     Migration("m021_job_cursors", M021_JOB_CURSORS_SQL),
-    Migration("m025_probes", M025_PROBES_SQL),
+    Migration("m022_style", M022_STYLE_SQL),
     Migration("m024_skills", M024_SKILLS_SQL),
+    Migration("m025_probes", M025_PROBES_SQL),
 )
 
 BOOTSTRAP_SQL = """

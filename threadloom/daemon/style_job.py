@@ -1,0 +1,36 @@
+"""The daemon's style learning: a pass over new user messages of ingested transcripts every INTERVAL_S
+(style/learn.py), single-flight across processes by the `style.observe` lease. A user who paused learning
+(`style_manage action=pause`) is skipped: that is the off switch, per user."""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Final
+
+import anyio
+
+from threadloom.errors import ThreadloomError
+from threadloom.runtime import Runtime
+from threadloom.style import Learner
+
+log = logging.getLogger(__name__)
+INTERVAL_S: Final = 60.0
+CATCH_UP_S: Final = 1.0  # between passes while a backlog remains
+
+
+async def keep_learning(runtime: Runtime, interval: float = INTERVAL_S) -> None:
+    learner = Learner(runtime.store, runtime.scrubber)
+    holder = f"daemon:{os.getpid()}"
+    while True:
+        backlog = False
+        try:
+            report = await runtime.call(learner.run, holder)
+            backlog = report.messages > 0 and not report.busy and report.messages % 500 == 0
+            if report.observations or report.preferences:
+                log.info("style: %s", report.as_dict())
+        except ThreadloomError as exc:
+            log.warning("style learning failed: %s", exc.message)
+        except Exception:  # a defect in one pass must not take the daemon and every session down
+            log.exception("style learning failed")
+        await anyio.sleep(CATCH_UP_S if backlog else interval)

@@ -1,0 +1,162 @@
+"""Learning from the user's own words: a pass over ingested transcript messages (role `user`) past the job's
+cursor, under the `style.observe` lease so one process learns at a time. Each batch's sightings, language
+votes, profile statements, TTL cleanup, revision and the cursor commit in one transaction: a pass killed
+midway leaves the cursor where its last whole batch ended, and nothing is counted twice.
+
+Only signals are kept (a habit, a count, a sanitised example of at most 60 characters), never the message.
+Code blocks are not the user's voice and are skipped, as is anything that carries a style capsule back in
+(an agent's own output must not teach style memory to imitate itself).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from threadloom.clock import now_ms
+from threadloom.scrub.policy import Scrubber
+from threadloom.store import jobs
+from threadloom.store.base import Store, Writer
+from threadloom.style import capsule, rows
+from threadloom.style.dictionary import extract
+from threadloom.style.guard import refusal, sanitise
+from threadloom.style.language import detect
+from threadloom.style.model import Observation, habit_key
+from threadloom.style.profile import statements
+from threadloom.style.service import known_preference
+
+JOB: Final = "style.observe"
+BATCH: Final = 500
+MAX_BATCHES: Final = 20  # per pass; the rest waits for the next one
+LEASE_MS: Final = 120_000
+SCAN_CHARS: Final = 2_000  # a message longer than this is mostly pasted material, not the user's voice
+# transcript source -> the agent CLI (threadloom.agents.VENDORS) the egress policy knows it by
+VENDOR_OF_SOURCE: Final = {"claude-code": "claude", "codex": "codex", "gemini": "gemini", "copilot": "copilot"}
+_CODE_RE: Final = re.compile(r"```.*?(?:```|$)|`[^`\n]*`", re.DOTALL)
+_CAPSULE_MARK: Final = "[style r"
+
+
+@dataclass
+class PassReport:
+    messages: int = 0
+    observations: int = 0
+    preferences: int = 0
+    owners: set[str] = field(default_factory=set)
+    cursor: int = 0
+    busy: bool = False
+    seconds: float = 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "messages": self.messages,
+            "observations": self.observations,
+            "preferences": self.preferences,
+            "users": len(self.owners),
+            "cursor": self.cursor,
+            "busy": self.busy,
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def voice(text: str) -> str:
+    """The part of a message that is the user's own writing."""
+    return _CODE_RE.sub(" ", text[:SCAN_CHARS])
+
+
+@dataclass
+class Learner:
+    store: Store
+    scrubber: Scrubber = field(default_factory=Scrubber)
+
+    def run(self, holder: str, max_batches: int = MAX_BATCHES, batch: int = BATCH) -> PassReport:
+        """One pass; `busy` when another process holds the lease."""
+        started, report = time.monotonic(), PassReport()
+        if not self.store.write(lambda w: jobs.acquire(w, JOB, holder, now_ms(), LEASE_MS)):
+            report.busy = True
+            return report
+        try:
+            for _ in range(max_batches):
+                if self.store.write(lambda w: self._batch(w, batch, report)) < batch:
+                    break
+        finally:
+            self.store.write(lambda w: jobs.release(w, JOB, holder))
+        report.seconds = time.monotonic() - started
+        return report
+
+    def _batch(self, w: Writer, size: int, report: PassReport) -> int:
+        start = jobs.cursor(w, JOB)
+        found = w.rows(
+            "SELECT id, owner, source, session_id, text, at FROM transcript_messages "
+            "WHERE id > :c AND role = 'user' ORDER BY id LIMIT :n",
+            {"c": start, "n": size},
+        )
+        if not found:
+            return 0
+        now = now_ms()
+        learning: dict[str, bool] = {}
+        with_example: dict[str, set[tuple[str, str]]] = {}
+        votes: dict[str, dict[str, int]] = {}
+        counted = prefs = 0
+        for m in found:
+            owner = m["owner"]
+            if owner not in learning:
+                learning[owner] = bool(rows.state(w, owner)["learning"])
+                with_example[owner] = {
+                    (str(k), str(key))
+                    for k, key in w.tuples(
+                        "SELECT kind, key FROM style_habits WHERE owner = :o AND example IS NOT NULL", {"o": owner}
+                    )
+                }
+            text = m["text"] or ""
+            if not learning[owner] or _CAPSULE_MARK in text:
+                continue
+            vendor = VENDOR_OF_SOURCE.get(m["source"], "other")
+            for obs in self.observations(m["id"], m["source"], m["session_id"], text, m["at"] or now, vendor,
+                                         with_example[owner]):  # fmt: skip
+                if rows.observe(w, owner, obs) is not None:
+                    counted += 1
+                if obs.example:
+                    with_example[owner].add((obs.kind, obs.key))
+            own = voice(text)
+            lang = detect(own)
+            if lang:
+                per = votes.setdefault(owner, {})
+                per[lang] = per.get(lang, 0) + 1
+            if refusal(own) is None:
+                for key in statements(own):
+                    prefs += rows.add_preference(w, owner, known_preference(owner, key, "message", vendor, now))
+            report.owners.add(owner)
+        for owner in {m["owner"] for m in found if learning.get(m["owner"])}:
+            rows.add_language_votes(w, owner, votes.get(owner, {}), now)
+            # The TTLs as of the newest message read: a backfill of old transcripts keeps its candidates
+            # until the sessions after them have been read.
+            newest = max((m["at"] or now) for m in found if m["owner"] == owner)
+            rows.cleanup(w, owner, min(now, newest))
+            capsule.refresh(w, owner, now)
+        last = int(found[-1]["id"])
+        jobs.set_cursor(w, JOB, last)
+        report.messages += len(found)
+        report.observations += counted
+        report.preferences += prefs
+        report.cursor = last
+        return len(found)
+
+    def observations(
+        self, mid: int, source: str, session_id: str, text: str, at: int, vendor: str,
+        have_example: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
+    ) -> list[Observation]:  # fmt: skip
+        """The dictionary's sightings in one message; an example only for a habit that has none yet (and only
+        a window the refusals pass: guard.sanitise)."""
+        own = voice(text)
+        hits = extract(own)
+        if not hits:
+            return []
+        session = f"{source}:{session_id}"
+        found = []
+        for h in hits:
+            key = habit_key(h.text)
+            example = sanitise(own, h.start, h.end, self.scrubber) if (h.kind, key) not in have_example else None
+            found.append(Observation(h.kind, h.text, h.locale, example, session, f"m:{mid}", vendor, "dictionary", at))
+        return found
