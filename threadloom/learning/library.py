@@ -30,7 +30,7 @@ from threadloom.learning import entries, lessons
 from threadloom.learning.entries import KINDS
 from threadloom.learning.mirror import Mirror
 from threadloom.learning.screen import check_loop_text
-from threadloom.learning.skills import REFERENCES, SKILL_FILE, Skill, check_name, checked, files_digest
+from threadloom.learning.skills import REFERENCES, SKILL_FILE, Skill, check_name, checked, files_digest, parse
 from threadloom.store.base import Row
 from threadloom.threads.repository import Repository
 
@@ -109,7 +109,8 @@ class Library:
                     source=source, digest=files_digest(files), now=now,
                 )
             )  # fmt: skip
-        mirrors = [o.as_dict() for o in self.mirror.sync(owner, skill.name, files)] if self.mirror else []
+            # Inside the lock: two writers of one skill must not interleave their copies' files.
+            mirrors = [o.as_dict() for o in self.mirror.sync(owner, skill.name, files)] if self.mirror else []
         return {
             "kind": "skill",
             "name": skill.name,
@@ -231,9 +232,9 @@ class Library:
             self.store.write(lambda w: entries.remove(w, owner, kind, row["name"]))
             if kind == "lesson":
                 self._render_lessons(owner)
-        mirrors = (
-            [o.as_dict() for o in self.mirror.remove(owner, row["name"])] if self.mirror and kind == "skill" else []
-        )
+            mirrors = []
+            if self.mirror is not None and kind == "skill":
+                mirrors = [o.as_dict() for o in self.mirror.remove(owner, row["name"])]
         return {"kind": kind, "name": row["name"], "deleted": True, "mirrors": mirrors}
 
     def mirror_all(self, owner: str) -> dict[str, Any]:
@@ -242,15 +243,29 @@ class Library:
         owner = check_user(owner, "the owner")
         if self.mirror is None:
             raise InvalidInput("no home folder to mirror into was given")
-        repo = self._skills_repo(owner)
         written: dict[str, list[dict[str, str]]] = {}
-        for row in self.store.read(lambda r: entries.listing(r, owner, ("skill",))):
-            files = _canonical(repo, row["name"])
-            if not files or SKILL_FILE not in files:
-                written[row["name"]] = [{"folder": str(repo.root), "status": "missing", "detail": "no SKILL.md"}]
-                continue
-            written[row["name"]] = [o.as_dict() for o in self.mirror.sync(owner, row["name"], files)]
+        with self._locked(owner):
+            repo = self._skills_repo(owner)
+            for row in self.store.read(lambda r: entries.listing(r, owner, ("skill",))):
+                files = _canonical(repo, row["name"]) or {}
+                try:  # a canonical SKILL.md broken by hand is not copied where every CLI would choke on it
+                    parse(files.get(SKILL_FILE, ""), folder=row["name"])
+                except InvalidInput as exc:
+                    written[row["name"]] = [{"folder": str(repo.root), "status": "broken", "detail": exc.message}]
+                    continue
+                written[row["name"]] = [o.as_dict() for o in self.mirror.sync(owner, row["name"], files)]
         return {"folders": [str(p) for p in self.mirror.roots()], "skills": written, "broken": self.mirror.scan()}
+
+    def report(self, owner: str) -> dict[str, Any]:
+        """For status: `owner`'s entries by kind and origin, how many are pinned, and every SKILL.md in the
+        installed CLIs' skills folders that cannot be loaded."""
+        rows = self.listing(owner)
+        counts: dict[str, int] = {}
+        for row in rows:
+            key = f"{row['kind']}s_{row['origin']}"
+            counts[key] = counts.get(key, 0) + 1
+        broken = self.mirror.scan() if self.mirror is not None else []
+        return {"entries": counts, "pinned": sum(r["pinned"] for r in rows), "broken_skill_files": broken}
 
     # the mechanism
 
@@ -323,7 +338,7 @@ def _canonical(repo: Repository, name: str) -> dict[str, str] | None:
     refs, _ = repo.read_folder(f"{name}/{REFERENCES}", "")
     if skill_md is None and not refs:
         return None
-    files = {f"{REFERENCES}/{k}": v for k, v in refs.items()}
+    files = {f"{REFERENCES}/{k}": v for k, v in refs.items() if not k.startswith(".")}  # not a write's temp file
     if skill_md is not None:
         files[SKILL_FILE] = skill_md
     return files
