@@ -107,6 +107,7 @@ def _register_groups() -> None:
     from threadloom.cli.setup import setup
     from threadloom.cli.skills import skills_app
     from threadloom.cli.stats import stats, top
+    from threadloom.cli.style import style_app
     from threadloom.cli.threads import thread_app
     from threadloom.cli.usermodel import user_app
     from threadloom.cli.watch import watch
@@ -119,6 +120,7 @@ def _register_groups() -> None:
     app.add_typer(ingest_app, name="ingest")
     app.add_typer(skills_app, name="skills")
     app.add_typer(user_app, name="user")
+    app.add_typer(style_app, name="style")
     app.command()(doctor)
     app.command()(check)
     app.command()(reindex)

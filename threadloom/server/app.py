@@ -32,6 +32,7 @@ from threadloom.server.dialog_tools import DIALOG_TOOLS
 from threadloom.server.forget_tools import FORGET_TOOLS
 from threadloom.server.health_tools import HEALTH_TOOLS
 from threadloom.server.memory_tools import MEMORY_TOOLS
+from threadloom.server.style_tools import STYLE_TOOLS
 from threadloom.server.skill_tools import SKILL_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.thread_views import add_thread_views
@@ -252,6 +253,7 @@ def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     groups = (*TOOLS, *BRIEF_TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS, *DIALOG_TOOLS, *FORGET_TOOLS)
     tools = {t.name: t for t in groups}
     tools |= {t.name: t for t in USER_MODEL_TOOLS}
+    tools |= {t.name: t for t in STYLE_TOOLS}
     tools |= {t.name: t for t in SKILL_TOOLS}
     tools |= {t.name: t for t in HEALTH_TOOLS}
     server = ThreadloomServer(runtime, tools, lifespan)
