@@ -86,7 +86,8 @@ OVERRIDE: Final = (
 )
 
 # Remote execution: code fetched from the network, or smuggled encoded, handed to an interpreter.
-_SHELL = r"(?:sudo\s+)?(?:ba|z|k|da|fi)?sh|python[0-9.]*|perl|ruby|node|php"
+# `| python -m json.tool` only pretty-prints: a common, harmless way to read an API's answer.
+_SHELL = r"(?:sudo\s+)?(?:ba|z|k|da|fi)?sh|python[0-9.]*(?!\s+-m\s+json\.tool)|perl|ruby|node|php"
 _FETCH = r"(?:curl|wget|fetch|iwr|invoke-webrequest)\b"
 REMOTE: Final = (
     _idiom("download piped to a shell", rf"{_FETCH}\s+[^\s|;][^\n|;]*\|\s*(?:{_SHELL})\b"),
