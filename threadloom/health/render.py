@@ -74,7 +74,8 @@ def _index(index: dict[str, Any]) -> str:
 def _tools(calls: dict[str, Any]) -> str:
     title = (
         f"tool calls, last {calls['window_days']} days: {calls['calls']:,} calls, {calls['errors']:,} errors, "
-        f"p50 {calls['p50_ms']} ms, p95 {calls['p95_ms']} ms" + (" (newest only)" if calls["truncated"] else "")
+        f"p50 {calls['p50_ms']} ms, p95 {calls['p95_ms']} ms"
+        + (f" (figures from the newest {calls['sampled']:,})" if calls["sampled"] < calls["calls"] else "")
     )
     rows = [
         [tool, f"{t['calls']:,}", f"{t['errors']:,}", f"{t['error_rate']:.1%}", f"{t['p50_ms']}", f"{t['p95_ms']}"]

@@ -62,13 +62,13 @@ async def run_probe(settings: Settings) -> ProbeRun:
     """One self-test run in a fresh scratch home; never raises for what it finds (each category says)."""
     run_id = secrets.token_hex(6)
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory(prefix="threadloom-probe-") as tmp:
-        try:
+    try:
+        with tempfile.TemporaryDirectory(prefix="threadloom-probe-", ignore_cleanup_errors=True) as tmp:
             with anyio.fail_after(PROBE_TIMEOUT_S):
                 outcomes = await _run_in(Path(tmp), settings, run_id)
-        except Exception as exc:  # noqa: BLE001 - the probe's edge: a scratch store that will not open is a finding
-            log.warning("self-test could not run: %s", describe(exc))
-            outcomes = [Outcome(c, False, (time.perf_counter() - started) * 1000, describe(exc)) for c in CATEGORIES]
+    except Exception as exc:  # noqa: BLE001 - the probe's edge: no scratch folder or store is a finding too
+        log.warning("self-test could not run: %s", describe(exc))
+        outcomes = [Outcome(c, False, (time.perf_counter() - started) * 1000, describe(exc)) for c in CATEGORIES]
     return ProbeRun(run_id, outcomes, time.perf_counter() - started)
 
 
