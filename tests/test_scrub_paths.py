@@ -115,3 +115,16 @@ def test_core_preferences_are_stored_scrubbed_and_a_credential_is_no_core_key(tm
         core.set_core(key_id, "the build runs with make", prov)
     assert not on_disk(store, key_id)
     store.close()
+
+
+def test_a_threads_watched_paths_are_written_scrubbed(tmp_path: Path, repo: Path) -> None:
+    store = open_store(tmp_path / "threadloom.db")
+    threads = ThreadService(store, SearchEngine(store))
+    prov = Provenance(session_id="s1", vendor="claude", project=str(repo), user="ana")
+    threads.create_project(prov, "Shop")
+    _, key_id = corpus("aws-access-key-id")
+    threads.update_summary(prov, "- watch the api", section="State", paths=["src/api", f"keys/{key_id}"])
+    thread_file = (repo / ".threadloom/threads/shop/main.md").read_text()
+    assert key_id not in thread_file and "src/api" in thread_file and "[secret:aws-access-key-id]" in thread_file
+    assert not on_disk(store, key_id)
+    store.close()

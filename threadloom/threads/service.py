@@ -128,6 +128,7 @@ class ThreadService(ThreadReads):
         check_paths(paths or [])
         _check_size(text, MAX_SUMMARY_CHARS if section is None else MAX_SECTION_CHARS)
         text = self.scrubber.text(text)
+        paths = list(self.scrubber.texts(paths)) if paths is not None else None  # written to the thread's file
         whole = Summary.parse(text, strict=True) if section is None else None
 
         def change(thread: Thread, repo: Path) -> Thread:
