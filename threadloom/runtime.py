@@ -80,6 +80,7 @@ class Runtime:
         self.scrubber = Scrubber(self.settings.scrub_secrets)
         self.memory.scrubber = self.notes.scrubber = self.signals.scrubber = self.threads.scrubber = self.scrubber
         self.spawner.scrubber = self.scrubber  # the command a task ran (a custom one may carry a key)
+        self.recall.egress = self.settings.egress  # which models may receive the user's quotes
 
     @property
     def uptime_s(self) -> float:

@@ -50,6 +50,9 @@ class Section:
     fenced: bool = True
     notes: tuple[str, ...] = ()
     lead: str = ""  # threadloom's line above the items (the now table's header)
+    # Personal memory the egress policy kept from this reader, per kind ({"claims": 2}): the brief says it in
+    # one line for all sections (usermodel/egress.py), so a section may hold nothing else.
+    withheld: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)

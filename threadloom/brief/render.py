@@ -29,6 +29,7 @@ from threadloom.brief.model import (
 from threadloom.brief.slots import registry
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, ThreadloomError
+from threadloom.usermodel import egress
 
 if TYPE_CHECKING:
     from threadloom.identity import Provenance
@@ -79,9 +80,10 @@ def render_brief(
         sent.already_sent(runtime.store, provenance.session_id) if scope == "query" and provenance.session_id else set()
     )
     repeated: dict[str, list[str]] = {}
-    parts = [_part(slot, _build(slot, ask), seen, repeated) for slot in registry() if scope in slot.scopes]
+    built = [(slot, _build(slot, ask)) for slot in registry() if scope in slot.scopes]
+    parts = [_part(slot, section, seen, repeated) for slot, section in built]
     kept = [p for p in parts if p is not None]
-    text, dropped, count = _fit(kept, _head(ask) + _sent_line(repeated), budget)
+    text, dropped, count = _fit(kept, _head(ask) + _withheld_line(ask, built) + _sent_line(repeated), budget)
     keys = {item.key for p in kept for item in p.kept if item.key}
     sent.record(runtime.store, provenance, keys, scope, count)
     return Brief(text=text, dropped=dropped, tokens=count, scope=scope, budget=budget)
@@ -126,6 +128,16 @@ def _sent_line(repeated: dict[str, list[str]]) -> list[str]:
     shown = [f"{title}: {', '.join(keys[:MAX_REPEATED])}" + (" ..." if len(keys) > MAX_REPEATED else "")
              for title, keys in repeated.items()]  # fmt: skip
     return ["sent earlier this session, not repeated: " + "; ".join(shown)]
+
+
+def _withheld_line(ask: Ask, built: list[tuple[Slot, Section | None]]) -> list[str]:
+    """One line for everything the egress policy kept from this reader's model, whichever sections held it."""
+    counts: dict[str, int] = {}
+    for _, section in built:
+        for kind, n in section.withheld if section is not None else ():
+            counts[kind] = counts.get(kind, 0) + n
+    line = egress.withheld_line(ask.runtime.settings.egress, ask.provenance.vendor, counts)
+    return [line] if line else []
 
 
 def _head(ask: Ask) -> list[str]:

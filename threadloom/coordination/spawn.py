@@ -58,6 +58,7 @@ class _Launch:
     log_path: Path
     toolset: str
     attempt: int = 1
+    vendor: str | None = None  # the child's agent CLI when threadloom knows it (not for a custom command)
 
 
 class SpawnService:
@@ -97,7 +98,10 @@ class SpawnService:
         log_path = self._logs / f"{task_id}.log"
         self._admit(prov, task_id, role, agent, workdir, argv, timeout_s, tournament, log_path)
         child_toolset = with_coordination(toolset or self.config.toolset)
-        self._start(_Launch(prov, task_id, argv, prompt, workdir, timeout_s, retries, log_path, child_toolset))
+        vendor = agent if agent in AGENT_COMMANDS else None
+        self._start(
+            _Launch(prov, task_id, argv, prompt, workdir, timeout_s, retries, log_path, child_toolset, vendor=vendor)
+        )
         return self.status(task_id)
 
     def _command(self, agent: str, model: str | None, cwd: Path) -> list[str]:
@@ -295,7 +299,11 @@ def with_coordination(toolset: str) -> str:
 
 
 def child_env(run: _Launch, config: SpawnConfig) -> dict[str, str]:
-    return dict(os.environ) | dict(config.extra_env) | {
+    # The child's session is of its own CLI's vendor, never its parent's: the egress policy gives a model only
+    # what may reach its maker. A custom command's CLI names itself (its MCP client name, its environment).
+    inherited = {k: v for k, v in os.environ.items() if k != "THREADLOOM_VENDOR"}
+    return inherited | dict(config.extra_env) | {
+        **({"THREADLOOM_VENDOR": run.vendor} if run.vendor else {}),
         "THREADLOOM_PARENT_SESSION": run.prov.session_id or "",
         "THREADLOOM_TASK": run.task_id,
         "THREADLOOM_ROOT": str(run.cwd),

@@ -18,6 +18,8 @@ from threadloom.search.model import MAX_LIMIT, Filters, Hit, MemoryScope, Search
 from threadloom.search.query import analyse
 from threadloom.store import documents, jobs, memories, memory_upkeep
 from threadloom.store.base import Reader, Store
+from threadloom.store.sql import placeholders
+from threadloom.usermodel.egress import allows, withheld_line
 
 SUPERSEDED_FACTOR: Final = 0.3  # a superseded hit keeps this share of its score: shown for audit, ranked down
 CORE_INJECTION: Final = 3  # relevant pinned or core memories added below the hits when they missed the cut
@@ -67,6 +69,7 @@ class MemoryRecall:
         # Without a queue of its own (a serving process passes one, flushed in the background), each
         # recall is journaled at once; the maintenance pass reinforces what was recalled.
         self.reactivations = reactivations or Reactivations(store, deferred=False)
+        self.egress = "all"  # THREADLOOM_EGRESS (open_runtime sets it): which models get the user's quotes
 
     def _scope(self, prov: Provenance, f: RecallFilters, **extra: Any) -> MemoryScope:
         return MemoryScope(
@@ -104,6 +107,7 @@ class MemoryRecall:
             result = self._engine.search(query, search_filters, min(MAX_LIMIT, k * 3))
         else:
             result = SearchResult([], [], ())
+        result, held = self._egress(result, prov)
         others = {hit.ref: hit for hit in result.hits if hit.kind != "memory"}  # notes, quotes, threads
         viewer = prov.viewer()
         ranked = self._ranked(result.hits, as_of, viewer)[:k]
@@ -145,6 +149,8 @@ class MemoryRecall:
                 item["why"] = why_chains.get(ref, [])
             out.append(item)
         caveats = list(result.caveats)
+        if line := withheld_line(self.egress, prov.vendor, {"quotes": held}):
+            caveats.append(line)
         if unrecorded:
             caveats.append("the disk is full: these memories were not marked as recalled")
         elif not read_only and self.reactivations.failing:
@@ -154,7 +160,21 @@ class MemoryRecall:
                 "as_of: what held true at that time as known now (a correction recorded later counts from its "
                 "valid_from), then what was believed then and corrected since (superseded_by)"
             )
-        return {"memories": out, "caveats": caveats, "signals": list(result.signals)}
+        return {"memories": out, "caveats": caveats, "signals": list(result.signals)} | (
+            {"withheld": {"quotes": held}} if held else {}
+        )
+
+    def _egress(self, result: SearchResult, prov: Provenance) -> tuple[SearchResult, int]:
+        """The hits without the quotes (the user's verbatim words: personal memory) the egress policy keeps
+        from prov's model, and how many those were: before ranking, so the rest fill the places."""
+        quotes = [int(hit.ref) for hit in result.hits if hit.kind == "quote"]
+        if self.egress == "all" or not quotes:
+            return result, 0
+        keys, named = placeholders("q", quotes)
+        said = self._store.read(lambda r: r.tuples(f"SELECT id, vendor FROM thread_notes WHERE id IN ({keys})", named))
+        held = {str(i) for i, vendor in said if not allows(self.egress, str(vendor), prov.vendor)}
+        hits = [hit for hit in result.hits if hit.kind != "quote" or hit.ref not in held]
+        return replace(result, hits=hits), len(held)
 
     def _relevant_kept(self, query: str, scope: MemoryScope) -> list[str]:
         """Pinned and core memories in scope that share words with the query, best first."""

@@ -30,7 +30,8 @@ assert set(Source.__args__) == set(SOURCES)  # type: ignore[attr-defined]
 
 
 def _model(runtime: Runtime) -> UserModel:
-    return UserModel(runtime.store, runtime.scrubber)
+    # Tools the agent calls are a path to its model like the brief: the egress policy applies to them too.
+    return UserModel(runtime.store, runtime.scrubber, runtime.settings.egress)
 
 
 async def user_claim(

@@ -123,6 +123,7 @@ class Claim:
             "support": round(self.support, 3),
             "contradict": round(self.contradict, 3),
             "visibility": self.visibility,
+            "vendor": self.vendor,
             "created_at": self.created_at,
             "valid_from": self.valid_from,
             "valid_until": self.valid_until,

@@ -133,6 +133,14 @@ def evidence(r: Reader, claim_id: str, as_of: int | None = None, limit: int = 50
     return shown, total
 
 
+def evidence_vendors(r: Reader, ids: Sequence[int]) -> dict[int, str]:
+    """The vendor of the session that recorded each piece of evidence (the egress policy reads it)."""
+    if not ids:
+        return {}
+    keys, named = placeholders("e_id", list(ids))
+    return {int(i): str(v) for i, v in r.tuples(f"SELECT id, vendor FROM user_evidence WHERE id IN ({keys})", named)}
+
+
 def history(r: Reader, claim_id: str, as_of: int | None = None) -> list[Transition]:
     then = "" if as_of is None else " AND at <= :as_of"
     rows = r.rows(

@@ -19,6 +19,7 @@ from threadloom.search.model import Viewer
 from threadloom.store.base import Reader, Store, Writer
 from threadloom.usermodel import rows
 from threadloom.usermodel.confidence import LOW, band, effective_weight, next_tier
+from threadloom.usermodel.egress import allows, withheld_line
 from threadloom.usermodel.model import (
     MAX_EVIDENCE_SHOWN,
     Claim,
@@ -31,6 +32,8 @@ from threadloom.usermodel.model import (
     new_id,
 )
 
+WITHHELD = "[withheld by the egress policy]"
+
 
 def _not_found(claim_id: str) -> NotFound:
     # The same words for a claim that never existed and another user's: an id reveals nothing.
@@ -41,6 +44,9 @@ def _not_found(claim_id: str) -> NotFound:
 class UserModel:
     store: Store
     scrubber: Scrubber = field(default_factory=Scrubber)
+    # THREADLOOM_EGRESS: every read hands claims to the caller's model, so each keeps only what the policy
+    # lets reach the caller's vendor, and says what it held back (`withheld`).
+    egress: str = "all"
 
     # -- writes ---------------------------------------------------------------------------------------
 
@@ -132,7 +138,7 @@ class UserModel:
             steps = self._seed(w, viewer, prov, new_id_, seed, origin, now)
             return self._written(w, viewer, new_id_, steps) | {"superseded": old_id}
 
-        return self.store.write(write)
+        return self._gated(prov, self.store.write(write))
 
     def add_evidence(
         self,
@@ -172,7 +178,7 @@ class UserModel:
             ev, steps = self._evidence(w, prov, claim_id, kind, source, ref, weight, origin, now_ms())
             return self._written(w, viewer, claim_id, steps) | {"evidence": ev, "counted": True}
 
-        return self.store.write(write)
+        return self._gated(prov, self.store.write(write))
 
     # -- reads ----------------------------------------------------------------------------------------
 
@@ -187,17 +193,21 @@ class UserModel:
             if not found:
                 raise _not_found(claim_id)
             claim = found[0]
+            if not allows(self.egress, claim.vendor, prov.vendor):
+                return self._withheld(prov, claim_id, claim.vendor)
             then = rows.claims(r, viewer, ids=[claim_id], as_of=as_of) if as_of is not None else [claim]
             shown = then[0] if then else claim
             evidence, total = rows.evidence(r, claim_id, as_of, MAX_EVIDENCE_SHOWN)
+            said = rows.evidence_vendors(r, [e.id for e in evidence if e.source == "statement"])
+            held = {i for i, vendor in said.items() if not allows(self.egress, vendor, prov.vendor)}
             return {
                 "claim": shown.as_dict() | {"band": band(shown.support, shown.contradict)},
                 "held_then": bool(then),
-                "evidence": [e.as_dict() for e in evidence],
+                "evidence": [e.as_dict() | ({"ref": WITHHELD} if e.id in held else {}) for e in evidence],
                 "evidence_total": total,
                 "history": [t.as_dict() for t in rows.history(r, claim_id, as_of)],
                 "supersedes_chain": rows.lineage(r, claim_id),
-            }
+            } | self._line_of(prov, {"statements": len(held)})
 
         return self.store.read(read)
 
@@ -206,8 +216,9 @@ class UserModel:
         ones included, most confident first."""
         viewer = prov.viewer()
         domain = check_domain(domain) if domain is not None else None
-        found = self.store.read(lambda r: rows.claims(r, viewer, as_of=as_of, domain=domain))
-        return {"claims": [self._line(c) for c in found], "as_of": as_of}
+        every = self.store.read(lambda r: rows.claims(r, viewer, as_of=as_of, domain=domain))
+        found, held = self._reachable(prov, every)
+        return {"claims": [self._line(c) for c in found], "as_of": as_of} | self._line_of(prov, {"claims": held})
 
     def synthesis(
         self, prov: Provenance, as_of: int | None = None, domain: str | None = None, vendors: list[str] | None = None
@@ -219,15 +230,44 @@ class UserModel:
         domain = check_domain(domain) if domain is not None else None
         found = self.store.read(lambda r: rows.claims(r, viewer, as_of=as_of, domain=domain, vendors=vendors))
         kept = [c for c in found if c.tier in ("observed", "validated") and c.confidence >= LOW]
+        shown, held = self._reachable(prov, kept)
         groups: dict[str, list[dict[str, Any]]] = {}
-        for c in sorted(kept, key=lambda c: (c.domain, c.tier != "validated", -c.confidence)):
+        for c in sorted(shown, key=lambda c: (c.domain, c.tier != "validated", -c.confidence)):
             groups.setdefault(c.domain, []).append(self._line(c))
-        return {"domains": groups, "left_out": len(found) - len(kept), "as_of": as_of}
+        out = {"domains": groups, "left_out": len(found) - len(kept), "as_of": as_of}
+        return out | self._line_of(prov, {"claims": held})
 
-    def validated(self, viewer: Viewer, limit: int) -> list[Claim]:
+    def validated(self, viewer: Viewer, limit: int | None = None) -> list[Claim]:
         """The user's current validated claims of at least medium confidence, most confident first."""
         found = self.store.read(lambda r: rows.claims(r, viewer, tiers=("validated",), limit=limit))
         return [c for c in found if c.confidence >= LOW]
+
+    def validated_for(self, prov: Provenance) -> tuple[list[Claim], list[Claim]]:
+        """The validated claims the egress policy lets reach `prov`'s model, and those it keeps from it."""
+        found = self.validated(prov.viewer())
+        kept = [c for c in found if allows(self.egress, c.vendor, prov.vendor)]
+        return kept, [c for c in found if not allows(self.egress, c.vendor, prov.vendor)]
+
+    # -- the egress policy ----------------------------------------------------------------------------
+
+    def _reachable(self, prov: Provenance, found: list[Claim]) -> tuple[list[Claim], int]:
+        kept = [c for c in found if allows(self.egress, c.vendor, prov.vendor)]
+        return kept, len(found) - len(kept)
+
+    def _line_of(self, prov: Provenance, counts: dict[str, int]) -> dict[str, Any]:
+        line = withheld_line(self.egress, prov.vendor, counts)
+        return {"withheld": line} if line else {}
+
+    def _gated(self, prov: Provenance, written: dict[str, Any]) -> dict[str, Any]:
+        """A write's answer names the claim it touched: its text too only when the policy lets it reach prov."""
+        claim = written["claim"]
+        if allows(self.egress, claim["vendor"], prov.vendor):
+            return written
+        return written | {"claim": claim | {"text": WITHHELD}} | self._line_of(prov, {"claims": 1})
+
+    def _withheld(self, prov: Provenance, claim_id: str, vendor: str) -> dict[str, Any]:
+        line = withheld_line(self.egress, prov.vendor, {"claims": 1})
+        return {"claim": {"id": claim_id, "text": WITHHELD, "vendor": vendor}, "withheld": line}
 
     # -- inside a transaction -------------------------------------------------------------------------
 

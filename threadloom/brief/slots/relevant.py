@@ -30,11 +30,14 @@ def build(ask: Ask) -> Section | None:
     if not ask.query or not ask.query.strip():
         return None
     found = ask.runtime.recall.recall(ask.query, ask.provenance, K, "concise", read_only=True)
+    held = found.get("withheld", {})  # quotes the egress policy kept back: the brief's own line says so
+    caveats = [c for c in found["caveats"] if not held or not c.startswith("egress policy=")]
     return Section(
         title="relevant to the query",
         items=tuple(_item(hit) for hit in found["memories"]),
         get_with=f"memory_recall(query={one_line(ask.query, 80)!r})",
-        notes=tuple(one_line(c, 300) for c in found["caveats"]) or (() if found["memories"] else ("nothing found",)),
+        notes=tuple(one_line(c, 300) for c in caveats) or (() if found["memories"] else ("nothing found",)),
+        withheld=tuple(held.items()),
     )
 
 
