@@ -6,6 +6,7 @@ data fence, hostile text kept inside it), what it can reach (the user-model tool
 from __future__ import annotations
 
 import json
+import shlex
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from threadloom.coordination.spawn import SpawnConfig
 from threadloom.home import HomeLayout
 from threadloom.store.sqlite import SqliteStore, open_store
 from threadloom.usermodel.miner import Miner
-from threadloom.usermodel.validator import Validator
+from threadloom.usermodel.validator import Validator, validator_command
 
 pytestmark = pytest.mark.slow
 
@@ -121,3 +122,8 @@ def test_no_command_no_child(home: Path, store: SqliteStore) -> None:
     Miner(store, "ana").run()
     v = Validator(store, home, SpawnConfig(command=""), "ana", agent="custom")
     assert v.run().busy is not None and int(store.read(lambda r: r.scalar("SELECT count(*) FROM tasks"))) == 0
+    # Claude Code's own command: the toolset and vendor pinned, its built-in tools refused.
+    argv = shlex.split(validator_command("claude", ""))
+    assert argv[:3] == ["env", "THREADLOOM_TOOLSET=user_model", "THREADLOOM_VENDOR=claude"]
+    refused = argv[argv.index("--disallowedTools") + 1 : argv.index("--allowedTools")]
+    assert {"Bash", "Edit", "Write", "Read", "WebFetch"} <= set(refused)

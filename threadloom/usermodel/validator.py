@@ -20,7 +20,6 @@ from __future__ import annotations
 import hashlib
 import os
 import secrets
-import shlex
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -103,10 +102,9 @@ class Validator:
         self.user = user
         self.egress = egress
         self.scrubber = scrubber or Scrubber()
-        base = CLAUDE_COMMAND if agent == "claude" else spawn.command
         self.reader = "claude" if agent == "claude" else "other"  # whose model reads the prompt
         # The same machinery and limits (admission, supervision, deadline); the toolset pinned on the command.
-        command = f"env THREADLOOM_TOOLSET={TOOLSET} {base}" if base else ""
+        command = validator_command(agent, spawn.command)
         self.spawner = SpawnService(store, home, replace(spawn, command=command))
         self.spawner.scrubber = self.scrubber
         self.workdir = home / "usermodel"  # an empty folder: the child has no repository to read or change
@@ -219,6 +217,8 @@ class Validator:
 
 
 def validator_command(agent: str, custom: str) -> str:
-    """The command line a validator child runs (for `threadloom user status`)."""
-    base = CLAUDE_COMMAND if agent == "claude" else custom
-    return shlex.join(["env", f"THREADLOOM_TOOLSET={TOOLSET}", *shlex.split(base)]) if base else ""
+    """The command a validator child runs: its toolset (and, for Claude Code, its vendor, which the egress
+    policy reads) set on the command itself, after spawn's environment; empty when there is none to run."""
+    if agent == "claude":
+        return f"env THREADLOOM_TOOLSET={TOOLSET} THREADLOOM_VENDOR=claude {CLAUDE_COMMAND}"
+    return f"env THREADLOOM_TOOLSET={TOOLSET} {custom}" if custom.strip() else ""
