@@ -100,7 +100,7 @@ async def test_no_tool_argument_reaches_the_disk_unscrubbed(home: Path, tmp_path
             text = str(result.content)
             echoed += result.is_error and any(s in text for s in made.made)
             succeeded += not result.is_error
-    assert echoed > 10 and succeeded > 40  # the secrets reached the server, and many calls went through
+    assert echoed > 10 and succeeded > 20  # the secrets reached the server, and many calls went through
     files = [p for p in home.rglob("*") if p.is_file()] + [p for p in (repo / ".threadloom").rglob("*") if p.is_file()]
     disk = b"".join(p.read_bytes() for p in files)
     leaked = [where for value, where in made.made.items() if value.encode() in disk or value.lower().encode() in disk]
