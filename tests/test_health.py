@@ -77,6 +77,7 @@ def filled(runtime: Runtime, tmp_path: Path) -> tuple[Runtime, Provenance, Prove
         outcome = {"scored": 4, "transitions": {"dormant": 2, "fading": 1}, "pruned": 1, "ran": True}
         jobs.record_run(w, "memory.maintenance", started - 10 * DAY, started - 10 * DAY + 50, False, outcome)
         jobs.record_run(w, "memory.maintenance", started, started + 120, False, outcome)
+        jobs.record_run(w, "usermodel.mine:alice", started, started + 30, False, {"claims": 2, "sample": ["x"]})
 
     rt.store.write(runs)
     return rt, alice, bob
@@ -114,8 +115,11 @@ def test_a_second_user_sees_only_their_own_counts_and_calls(filled: tuple[Runtim
     assert bob["tool_calls"]["calls"] == 1 and list(bob["tool_calls"]["tools"]) == ["memory_recall"]
     assert bob["tool_calls"]["tools"]["memory_recall"]["p50_ms"] == 1000
     assert "alice" not in render(bob) and "boom" not in str(bob)
-    # What describes the store, not anyone's items, is the same for both.
-    for part in ("jobs", "index", "probes"):
+    # A job run per user is that user's; what describes the store, not anyone's items, is the same for both.
+    assert alice["jobs"]["usermodel.mine:alice"]["last"]["changed"] == {"claims": 2}
+    assert "usermodel.mine:alice" not in bob["jobs"]
+    assert alice["jobs"]["memory.maintenance"] == bob["jobs"]["memory.maintenance"]
+    for part in ("index", "probes"):
         assert alice[part] == bob[part]
     assert alice["store"]["path"] == bob["store"]["path"]
     assert service.report("carol")["counts"]["memories"]["total"] == 0

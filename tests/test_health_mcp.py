@@ -4,13 +4,19 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
+import select
+import signal
 import sqlite3
+import sys
+import time
 from pathlib import Path
 
 import pytest
 from mcp import Client
 
-from tests.helpers import cli, serve_params, structured, wait_for
+from tests.helpers import cli, env_for, serve_params, structured, wait_for
 
 pytestmark = pytest.mark.anyio
 
@@ -91,3 +97,33 @@ async def test_the_daemon_runs_the_self_test_on_its_schedule(home: Path) -> None
         report = structured(await client.call_tool("health", {}))
     assert report["probes"]["categories"]["signal.delivery"]["passed"]["1d"] >= 1
     assert report["counts"]["memories"]["total"] == 0
+
+
+def test_top_on_a_terminal_redraws_until_interrupted_and_restores_the_screen(home: Path) -> None:
+    env = env_for(home, COLUMNS="150", LINES="60")
+    pid, fd = pty.fork()
+    if pid == 0:  # the child: threadloom top on a terminal
+        os.execve(sys.executable, [sys.executable, "-m", "threadloom", "top", "--interval", "0.2"], env)
+    seen = b""
+    deadline = time.monotonic() + 60
+    try:
+        while seen.count(b"threadloom health for") < 3 and time.monotonic() < deadline:
+            if select.select([fd], [], [], 0.2)[0]:
+                seen += os.read(fd, 65536)
+        os.kill(pid, signal.SIGINT)
+        while True:  # what it writes on its way out (leaving the alternate screen)
+            if not select.select([fd], [], [], 5)[0]:
+                break
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        _, status = os.waitpid(pid, 0)
+        os.close(fd)
+    assert seen.count(b"threadloom health for") >= 3  # redrawn, not printed once
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert b"\x1b[?1049h" in seen and b"\x1b[?1049l" in seen  # the alternate screen, left again

@@ -1,8 +1,9 @@
 """`HealthService`: one report of how threadloom is doing for one user, read in one snapshot.
 
-What is per user is the caller's alone (counts and growth per kind, tool calls, ingest); what describes the
-store or threadloom itself is whole (the file's size, the search index's freshness, the background jobs'
-runs, the self-test's reliability), as `status` reports the store's size to anyone using it."""
+What is per user is the caller's alone (counts and growth per kind, tool calls, ingest, jobs run per user);
+what describes the store or threadloom itself is whole (the file's size, the search index's freshness, the
+runs of jobs that act for no user, the self-test's reliability), as `status` reports the store's size to
+anyone using it."""
 
 from __future__ import annotations
 
@@ -41,7 +42,7 @@ class HealthService:
                 "counts": counts.counts(r, user, now),
                 "index": index_freshness(r, options.fingerprint),
                 "tool_calls": {"window_days": days} | journal.tool_calls(r, user, now - days * DAY_MS),
-                "jobs": journal.jobs(r, now),
+                "jobs": journal.jobs(r, user, now),
                 "probes": reliability.reliability(r, now),
             }
 

@@ -89,7 +89,8 @@ async def _run_in(folder: Path, settings: Settings, run_id: str) -> list[Outcome
         async with _session(server, repo, f"probe-{run_id}-a") as a, _session(server, repo, f"probe-{run_id}-b") as b:
             return await run_checks(a, b, f"zq{run_id}")
     finally:
-        await anyio.to_thread.run_sync(runtime.close)
+        with anyio.CancelScope(shield=True):  # a daemon retiring mid-run still closes the scratch store
+            await anyio.to_thread.run_sync(runtime.close)
 
 
 class _ToolSession:
