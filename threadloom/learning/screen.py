@@ -28,14 +28,51 @@ _PRIOR = (
 _ORDERS = r"(?:instructions?|rules?|prompts?|directions?|guidelines?|constraints?|directives?|context)"
 
 
+_FETCHERS = ("curl", "wget", "fetch", "iwr", "invoke-webrequest")
+# Words one of which an idiom's match must hold: a substring test skips the regex for most text (a 64 KiB
+# body took ~40x longer through the regexes alone).
+_TRIGGERS: Final[dict[str, tuple[str, ...]]] = {
+    "ignore previous instructions": ("ignore", "disregard", "forget", "skip", "drop"),
+    "ignore your rules": ("ignore", "disregard", "forget", "bypass", "override"),
+    "new instructions": ("instructions",),
+    "you are now": ("you are now",),
+    "hide from the user": ("the user",),
+    "delete everything": ("delete", "remove", "erase", "wipe"),
+    "ignore previous instructions (fr)": ("ignor",),
+    "ignore previous instructions (es)": ("ignora",),
+    "ignore previous instructions (pt)": ("ignor",),
+    "ignore previous instructions (it)": ("ignora",),
+    "ignore previous instructions (de)": ("ignorier",),
+    "ignore previous instructions (nl)": ("negeer",),
+    "ignore previous instructions (ru)": ("игнорир",),
+    "ignore previous instructions (zh)": ("忽略", "无视", "忽视"),
+    "ignore previous instructions (ja)": ("無視", "忘れ"),
+    "ignore previous instructions (ko)": ("무시",),
+    "download piped to a shell": _FETCHERS,
+    "decoded text piped to a shell": ("base64", "base32", "xxd"),
+    # what opens the substitution and its fetcher, as folding leaves them (one space at most)
+    "shell running a download": tuple(f"{o}{sp}{f}" for o in ("<(", "$(", "`") for sp in ("", " ") for f in _FETCHERS),
+    "eval of a download": ("eval",),
+    "powershell download and run": ("iex", "invoke-expression"),
+    "powershell encoded command": ("powershell",),
+    "reverse shell": ("/dev/tcp/", "nc", "mkfifo"),
+    "wipe the disk or home": ("rm",),
+}
+
+
 @dataclass(frozen=True)
 class Idiom:
     name: str
     pattern: re.Pattern[str]
+    triggers: tuple[str, ...]
+
+    def search(self, folded: str) -> bool:
+        return any(t in folded for t in self.triggers) and self.pattern.search(folded) is not None
 
 
 def _idiom(name: str, *parts: str) -> Idiom:
-    return Idiom(name, re.compile("".join(parts), re.IGNORECASE | re.DOTALL))
+    # No IGNORECASE: the text is case-folded first, and every pattern is lower case.
+    return Idiom(name, re.compile("".join(parts)), _TRIGGERS[name])
 
 
 def _ignore_previous(lang: str, *parts: str) -> Idiom:
@@ -126,7 +163,7 @@ def fold(text: str) -> str:
 def findings(text: str) -> list[str]:
     """The names of the idioms found in `text`, in the order of IDIOMS."""
     folded = fold(text)
-    return [idiom.name for idiom in IDIOMS if idiom.pattern.search(folded)]
+    return [idiom.name for idiom in IDIOMS if idiom.search(folded)]
 
 
 def check_loop_text(parts: dict[str, str]) -> None:
