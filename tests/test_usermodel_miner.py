@@ -296,3 +296,15 @@ def test_a_pass_that_dies_mid_batch_is_redone_without_doubles(
     redo = Miner(store, "ana").run()  # the lease was released on the way out: no wait
     assert (redo.messages, redo.proposed, redo.supported, redo.repeated) == (2, 0, 0, 2)
     assert len(claims(store)) == 2 and sum(len(c["evidence"]) for c in claims(store).values()) == 2
+
+
+def test_a_backlog_is_read_in_capped_passes_without_a_gap(store: SqliteStore, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr("threadloom.usermodel.miner.MAX_ROWS", 600)
+    add_messages(
+        store, "ana", [("user", f"I prefer option {i}.") if i % 10 == 0 else ("assistant", "ok") for i in range(1200)]
+    )
+    first = Miner(store, "ana").run()
+    assert first.messages == 1000 and first.left_over  # two batches of 500, then the cap
+    second = Miner(store, "ana").run()
+    assert second.messages == 200 and not second.left_over
+    assert first.proposed + second.proposed == 120 and len(claims(store)) == 120

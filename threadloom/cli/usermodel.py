@@ -34,13 +34,17 @@ def mine(
     s = settings()
     store = _store(s)
     try:
-        report = Miner(store, s.user).run(dry_run=dry_run)
+        miner = Miner(store, s.user)
+        while True:  # a backlog in passes of MAX_ROWS; a dry run reads only the first (its cursor stays)
+            report = miner.run(dry_run=dry_run)
+            if as_json:
+                out.print_json(json.dumps(report.as_dict()))
+            else:
+                _print(report)
+            if dry_run or not report.left_over:
+                break
     finally:
         store.close()
-    if as_json:
-        out.print_json(json.dumps(report.as_dict()))
-        return
-    _print(report)
 
 
 @user_app.command()

@@ -19,6 +19,7 @@ from threadloom.usermodel.miner import Miner, MineReport
 from threadloom.usermodel.validator import Validator
 
 log = logging.getLogger(__name__)
+CATCH_UP_S = 1.0
 FIRST_PASS_S = 30.0  # after start-up, so that a daemon started by a session's first call answers it first
 
 
@@ -47,7 +48,8 @@ class UserModelJob:
         await anyio.sleep(min(FIRST_PASS_S, self.interval))
         while True:
             await self.one_pass()
-            await anyio.sleep(self.interval)
+            backlog = self.last is not None and self.last.left_over
+            await anyio.sleep(CATCH_UP_S if backlog else self.interval)  # a backlog goes on at once
 
     async def one_pass(self) -> None:
         try:

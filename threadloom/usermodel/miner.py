@@ -92,6 +92,11 @@ class MineReport:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    @property
+    def left_over(self) -> bool:
+        """Whether the pass stopped at its cap with more to read (the next one should come soon)."""
+        return not self.busy and (self.messages >= MAX_ROWS or self.memories >= MAX_ROWS)
+
     def note(self, action: str, text: str, source: str, ref: str) -> None:
         if len(self.samples) < SAMPLES:
             self.samples.append({"action": action, "claim": text, "source": source, "ref": ref})
