@@ -2,10 +2,11 @@
 (`<home>/lessons/<user>.md`) for clients without a skills loader. Every entry says who wrote it (a person or
 a learning loop), where it came from, and whether it is pinned.
 
-No agent CLI reads this file on its own. Claude Code's CLAUDE.md and Gemini CLI's GEMINI.md can pull it in
-with an `@<path>` import line (https://code.claude.com/docs/en/memory, "CLAUDE.md imports";
-https://geminicli.com/docs/cli/gemini-md/, "Modularizing context with imports"); any MCP client reads
-lessons with the `skill_list` and `skill_show` tools.
+No agent CLI reads this file on its own. Claude Code's CLAUDE.md pulls it in with an `@~/.threadloom/...`
+import line (https://code.claude.com/docs/en/memory, "CLAUDE.md imports": relative, absolute and home
+paths), Gemini CLI's GEMINI.md with `@/absolute/path` (https://geminicli.com/docs/reference/memport, "Memory
+Import Processor": relative and absolute paths only); any MCP client reads lessons with the `skill_list`
+and `skill_show` tools.
 """
 
 from __future__ import annotations
