@@ -221,6 +221,10 @@ def test_a_user_name_with_slashes_gets_a_folder_inside_the_home(runtime: Runtime
     lib = Library(runtime)
     path = Path(lib.write_skill("../../evil", "x-y", "d", "b", "person", "cli")["path"])
     assert path.resolve().is_relative_to((tmp_path / "home/skills").resolve())
+    # Names differing only in case get folders a case-insensitive disk keeps apart.
+    upper = Path(lib.write_skill("Ana", "x-y", "d", "Ana's", "person", "cli")["path"])
+    lower = Path(lib.write_skill("ana", "x-y", "d", "ana's", "person", "cli")["path"])
+    assert upper.parent.parent.name.casefold() != lower.parent.parent.name.casefold()
 
 
 def test_lessons_go_into_one_markdown_file_each_with_its_origin(lib: Library) -> None:

@@ -40,12 +40,13 @@ if TYPE_CHECKING:
 Origin = Literal["person", "loop"]
 ORIGINS: Final = ("person", "loop")
 MAX_SOURCE: Final = 200
-_PLAIN_USER: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,63}")
+# Lower case only: on a case-insensitive disk (macOS, Windows) "Ana" and "ana" would share a folder.
+_PLAIN_USER: Final = re.compile(r"[a-z0-9][a-z0-9._@-]{0,63}")
 
 
 def owner_folder(owner: str) -> str:
     """The folder name of a user's skills: the name itself when it is plain, else a digest of it (a user
-    name may hold `/` or `..`; `~` marks the digest form, which no plain name can take)."""
+    name may hold `/`, `..` or capitals; `~` marks the digest form, which no plain name can take)."""
     if _PLAIN_USER.fullmatch(owner) and ".." not in owner:
         return owner
     return "~" + hashlib.sha256(owner.encode()).hexdigest()[:24]
