@@ -19,7 +19,7 @@ from threadloom.health import reliability
 from threadloom.health.probes import CATEGORIES, Outcome
 from threadloom.health.stats import HealthService
 from threadloom.runtime import open_runtime
-from threadloom.server.probe_driver import ProbeRun, run_probe
+from threadloom.server.probe_driver import ProbeRun, _ToolSession, run_probe
 from threadloom.store import documents
 from threadloom.store.base import Store
 from threadloom.store.sqlite import open_store
@@ -147,3 +147,23 @@ def test_an_interval_of_zero_turns_the_scheduled_probe_off(tmp_path: Path) -> No
         assert reliability.last_run_at(runtime.store) is None
     finally:
         runtime.close()
+
+
+@pytest.mark.slow  # waits out the probe's timeout
+def test_a_tool_that_never_answers_times_out_and_the_categories_done_before_keep_their_outcome(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer = _ToolSession.call
+
+    async def never_for_signals(self: _ToolSession, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        if tool == "signal_send":
+            await anyio.sleep_forever()
+        return await answer(self, tool, arguments)
+
+    monkeypatch.setattr(_ToolSession, "call", never_for_signals)
+    run = anyio.run(run_probe, settings, 10.0)
+    found = by_category(run)
+    assert [o.category for o in run.outcomes][:2] == ["memory.recall", "memory.amend"]
+    assert found["memory.recall"].ok and found["memory.amend"].ok
+    assert not found["signal.delivery"].ok and found["signal.delivery"].error == "timed out after 10 s"
+    assert not found["thread.context"].ok and len(run.outcomes) == len(CATEGORIES)

@@ -54,8 +54,9 @@ class _State:
 Check = Callable[[ToolSession, ToolSession, _State], Awaitable[None]]
 
 
-async def run_checks(a: ToolSession, b: ToolSession, nonce: str) -> list[Outcome]:
-    """Every category once, in order, each timed; `nonce` makes this run's words unique."""
+async def run_checks(a: ToolSession, b: ToolSession, nonce: str, outcomes: list[Outcome]) -> None:
+    """Every category once, in order, each timed, appended to `outcomes` as it ends (so a run cut short by a
+    timeout keeps what it found); `nonce` makes this run's words unique."""
     state = _State(nonce)
     checks: dict[str, Check] = {
         "memory.recall": _store_then_recall,
@@ -63,7 +64,6 @@ async def run_checks(a: ToolSession, b: ToolSession, nonce: str) -> list[Outcome
         "signal.delivery": _whisper_then_inbox,
         "thread.context": _summary_then_context,
     }
-    outcomes: list[Outcome] = []
     for category in CATEGORIES:
         started = time.perf_counter()
         try:
@@ -73,7 +73,6 @@ async def run_checks(a: ToolSession, b: ToolSession, nonce: str) -> list[Outcome
             outcomes.append(Outcome(category, False, ms, describe(exc)))
             continue
         outcomes.append(Outcome(category, True, (time.perf_counter() - started) * 1000))
-    return outcomes
 
 
 def describe(exc: BaseException) -> str:

@@ -58,17 +58,21 @@ class ProbeRun:
         }
 
 
-async def run_probe(settings: Settings) -> ProbeRun:
+async def run_probe(settings: Settings, timeout_s: float = PROBE_TIMEOUT_S) -> ProbeRun:
     """One self-test run in a fresh scratch home; never raises for what it finds (each category says)."""
     run_id = secrets.token_hex(6)
     started = time.perf_counter()
+    outcomes: list[Outcome] = []
     try:
         with tempfile.TemporaryDirectory(prefix="threadloom-probe-", ignore_cleanup_errors=True) as tmp:
-            with anyio.fail_after(PROBE_TIMEOUT_S):
-                outcomes = await _run_in(Path(tmp), settings, run_id)
+            with anyio.fail_after(timeout_s):
+                await _run_in(Path(tmp), settings, run_id, outcomes)
     except Exception as exc:  # noqa: BLE001 - the probe's edge: no scratch folder or store is a finding too
-        log.warning("self-test could not run: %s", describe(exc))
-        outcomes = [Outcome(c, False, (time.perf_counter() - started) * 1000, describe(exc)) for c in CATEGORIES]
+        why = f"timed out after {timeout_s:g} s" if isinstance(exc, TimeoutError) else describe(exc)
+        log.warning("self-test could not finish: %s", why)
+        ms = (time.perf_counter() - started) * 1000
+        done = {o.category for o in outcomes}
+        outcomes += [Outcome(c, False, ms, why) for c in CATEGORIES if c not in done]
     return ProbeRun(run_id, outcomes, time.perf_counter() - started)
 
 
@@ -79,7 +83,7 @@ def scratch_settings(settings: Settings, home: Path) -> Settings:
     )
 
 
-async def _run_in(folder: Path, settings: Settings, run_id: str) -> list[Outcome]:
+async def _run_in(folder: Path, settings: Settings, run_id: str, outcomes: list[Outcome]) -> None:
     home, repo = folder / "home", folder / "repo"
     repo.mkdir()
     # Off the event loop: opening a store runs its migrations, and a daemon's sessions must not wait on them.
@@ -87,7 +91,7 @@ async def _run_in(folder: Path, settings: Settings, run_id: str) -> list[Outcome
     try:
         server = await anyio.to_thread.run_sync(build_server, runtime)
         async with _session(server, repo, f"probe-{run_id}-a") as a, _session(server, repo, f"probe-{run_id}-b") as b:
-            return await run_checks(a, b, f"zq{run_id}")
+            await run_checks(a, b, f"zq{run_id}", outcomes)
     finally:
         with anyio.CancelScope(shield=True):  # a daemon retiring mid-run still closes the scratch store
             await anyio.to_thread.run_sync(runtime.close)
