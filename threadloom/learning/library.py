@@ -54,15 +54,16 @@ def owner_folder(owner: str) -> str:
 
 class Library:
     """The skills and lessons of every user of one home. `client_home` is the user's home folder whose CLI
-    skills folders receive copies; without it a serving process mirrors into `Path.home()` and the CLI
-    (mode "cli", which tests use) mirrors nowhere until `threadloom skills mirror`."""
+    skills folders receive copies. Without it, the local servers (the daemon, `serve --in-process`) mirror
+    into `Path.home()`, their user's; the HTTP server, which may serve users of other machines, and the CLI
+    (mode "cli", which tests use) mirror nowhere until `threadloom skills mirror`."""
 
     def __init__(self, runtime: Runtime, *, client_home: Path | None = None) -> None:
         self.store = runtime.store
         self.scrubber = runtime.scrubber
         self.skills_root = runtime.settings.layout.skills
         self.lessons_root = runtime.settings.layout.lessons
-        if client_home is None and runtime.mode != "cli":
+        if client_home is None and runtime.mode in ("daemon", "in-process"):
             client_home = Path.home()
         self.mirror = Mirror(client_home) if client_home is not None else None
 
