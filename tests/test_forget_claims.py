@@ -1,6 +1,7 @@
-"""`forget` over the user model (kind `claims`): claims, their evidence and tier history, picked by session,
-source, time or text; a dry run counts and changes nothing; after a real run the text is gone from the
-database file; a second user can neither count nor erase the first's. A real SQLite file, the real services."""
+"""`forget` over the user model (kinds `claims` and `style`): claims, their evidence and tier history, style
+habits and the profile, picked by session, source, time or text; a dry run counts and changes nothing; after a
+real run the text is gone from the database file; a second user can neither count nor erase the first's. A
+real SQLite file, the real services."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import cli
 from threadloom.erasure.service import Eraser
 from threadloom.identity import Provenance
 from threadloom.sessions import SessionInfo, SessionService
@@ -143,3 +145,64 @@ def test_another_user_can_neither_count_nor_erase_the_first_users_claims(store: 
     assert count(store, "SELECT count(*) FROM user_evidence") == 1
     assert MARKER.encode() in file_bytes(store)
     assert UserModel(store).claims(bob)["claims"] == []
+
+
+# -- style memory: the same hook (store/erasure.py OTHER_KINDS) --------------------------------------------
+
+HABIT = {"kind": "idiolect", "text": "snorkelwise done", "example": "snorkelwise done, ship it"}
+
+
+def test_style_habits_profile_and_capsule_snapshots_go_by_text_and_the_capsule_moves_on(store: SqliteStore) -> None:
+    from threadloom.style import StyleMemory
+
+    first, second = session(store, "s1", "ana"), session(store, "s2", "ana")
+    memory = StyleMemory(store)
+    memory.hint(first, [HABIT])
+    memory.hint(second, [HABIT], profile=["plan first, then implement"])
+    before = memory.view(first, None, "all")
+    assert "snorkelwise" in str(before) and b"snorkelwise" in file_bytes(store)
+
+    plan = Eraser(store).forget("ana", Selector(text="snorkelwise"), ["style"])
+    assert plan["would_erase"]["style"]["count"] == 1 and plan["would_erase"]["style"]["profile"] == 0
+    assert Eraser(store).forget("bob", Selector(text="snorkelwise"), ["style"])["total"] == 0  # nor can bob
+    done = Eraser(store).forget("ana", Selector(text="snorkelwise"), ["style"], dry_run=False)
+    assert done["erased"]["style_habits"] == 1 and done["erased"]["style_sightings"] == 2
+    after = memory.view(first, None, "all")
+    assert "snorkelwise" not in str(after) and after["revision"] > before["revision"]
+    assert memory.view(first, before["revision"], "all")["mode"] != "ack"  # an old copy is not "unchanged"
+    assert b"snorkelwise" not in file_bytes(store)
+    assert count(store, "SELECT count(*) FROM style_profile WHERE owner = 'ana'") == 1  # the rest stays
+
+
+def test_style_by_source_takes_the_profile_too_and_a_session_only_habits_sighted_there(store: SqliteStore) -> None:
+    from threadloom.style import StyleMemory
+
+    first, second = session(store, "s1", "ana"), session(store, "s2", "ana")
+    memory = StyleMemory(store)
+    memory.hint(first, [HABIT], profile=["plan first, then implement"])
+    assert Eraser(store).forget("ana", Selector(session="s2"), ["style"])["total"] == 0
+    memory.hint(second, [HABIT])
+    assert Eraser(store).forget("ana", Selector(session="s2"), ["style"])["would_erase"]["style"]["count"] == 1
+    done = Eraser(store).forget("ana", Selector(source="claude"), ["style"], dry_run=False)
+    assert done["erased"]["style_habits"] == 1 and done["erased"]["style_profile"] == 1
+    assert memory.view(first, None, "all")["revision"] >= 1
+    for table in ("style_habits", "style_observations", "style_profile"):
+        assert count(store, f"SELECT count(*) FROM {table} WHERE owner = 'ana'") == 0
+
+
+def test_the_cli_lists_claims_with_their_evidence_then_erases_them(home: Path) -> None:
+    store = open_store(home / "threadloom.db")
+    try:
+        UserModel(store).claim(session(store, "s1", "ana"), f"prefers {MARKER} branches", statement="I rebase")
+    finally:
+        store.close()
+    listed = cli(home, "forget", "--kind", "claims", "--text", MARKER, "--dry-run", THREADLOOM_USER="ana")
+    assert listed.returncode == 0, listed.stderr
+    assert "would erase 2 rows" in listed.stdout and "claims: 1 (+1 evidence)" in listed.stdout
+    as_bob = cli(home, "forget", "--kind", "claims", "--text", MARKER, "--dry-run", THREADLOOM_USER="bob")
+    assert "would erase 0 rows" in as_bob.stdout
+    done = cli(home, "forget", "--kind", "claims", "--text", MARKER, "--yes", THREADLOOM_USER="ana")
+    assert done.returncode == 0, done.stderr
+    assert "claims 1" in done.stdout and "claim_evidence 1" in done.stdout
+    data = b"".join(p.read_bytes() for p in home.glob("threadloom.db*"))
+    assert MARKER.encode() not in data

@@ -1,6 +1,6 @@
-"""`threadloom forget ...`: erase your own transcripts, memories or notes by session, project, source, time
-or text. It always shows what would go first; `--dry-run` stops there, otherwise it asks before erasing
-(`--yes` skips the question; without a terminal it must be given)."""
+"""`threadloom forget ...`: erase your own transcripts, memories, notes, claims or style memory by session,
+project, source, time or text. It always shows what would go first; `--dry-run` stops there, otherwise it
+asks before erasing (`--yes` skips the question; without a terminal it must be given)."""
 
 from __future__ import annotations
 
@@ -67,8 +67,9 @@ def _show(result: dict[str, Any], as_json: bool) -> None:
     if result["dry_run"]:
         out.print(f"would erase {result['total']:,} rows:", markup=False)
         for name, found in result["would_erase"].items():
-            archived = f" (+{found['archived']} archived)" if found.get("archived") else ""
-            out.print(f"  {name}: {found['count']:,}{archived}", markup=False)
+            extra = [(what, n) for what, n in found.items() if what != "count" and isinstance(n, int) and n]
+            more = "".join(f" (+{n:,} {what})" for what, n in extra)  # archived memories, evidence, profile
+            out.print(f"  {name}: {found['count']:,}{more}", markup=False)
             for row in found["sample"]:
                 out.print(f"    [{row['session']}] {row['text']!r}", markup=False, highlight=False)
         return

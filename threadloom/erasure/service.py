@@ -75,7 +75,8 @@ class Eraser:
         chosen = check(sel, kinds, sample)
         if dry_run:
             found = self._store.read(lambda r: {k: erasure.matching(r, k, owner, sel, sample) for k in chosen})
-            total = sum(int(f["count"]) + int(f.get("archived", 0)) + int(f.get("evidence", 0)) for f in found.values())
+            # every count a kind gives (rows, archived memories, a claim's evidence, profile entries), not samples
+            total = sum(v for f in found.values() for v in f.values() if isinstance(v, int))
             return {
                 "dry_run": True,
                 "would_erase": found,

@@ -13,7 +13,7 @@ from threadloom.server.connection import caller
 from threadloom.server.toolsets import Time, ToolDef
 from threadloom.store.erasure import Selector
 
-Kind = Literal["transcripts", "memories", "notes", "claims"]
+Kind = Literal["transcripts", "memories", "notes", "claims", "style"]
 Source = Literal["claude-code", "claude", "codex", "gemini", "copilot", "cursor", "other"]
 
 
@@ -25,14 +25,14 @@ async def forget(
     since: Annotated[Time, Field(description="Written at or after.")] = None,
     until: Annotated[Time, Field(description="Written before.")] = None,
     text: Annotated[str | None, Field(max_length=MAX_TEXT, description="Containing this text (3+ chars).")] = None,
-    kinds: Annotated[list[Kind] | None, Field(max_length=4, description="Default: transcripts.")] = None,
+    kinds: Annotated[list[Kind] | None, Field(max_length=5, description="Default: transcripts.")] = None,
     # Strict: only a JSON false erases (pydantic would read "no", "off" or 0 as false).
     dry_run: Annotated[StrictBool, Field(description="List only; false erases.")] = True,
     sample: Annotated[int, Field(ge=0, le=MAX_SAMPLE, description="Rows shown per kind.")] = DEFAULT_SAMPLE,
 ) -> dict[str, Any]:
-    """Erase your own conversations, memories, notes or claims about you for good when the user asks to forget them:
-    selectors combine (AND), at least one is required. First call lists what would go (dry_run);
-    then dry_run=false removes the text, its index and vectors, and compacts the file.
+    """Erase your own conversations, memories, notes, claims about you or style memory for good when the
+    user asks to forget them: selectors combine (AND), at least one is required. First call lists what
+    would go (dry_run); then dry_run=false removes the text, its index and vectors, and compacts the file.
 
     Returns {dry_run, would_erase: {kind: {count, sample}}, total} or {erased, compaction, backups}.
     """

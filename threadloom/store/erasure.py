@@ -9,8 +9,9 @@ What a kind covers (always only rows whose owner is the caller):
 - `memories`: `memories` rows (their entities and edges go by ON DELETE CASCADE; a memory one of them
   superseded is made current again) and the caller's pruned memories waiting in `memory_archive`.
 - `notes`: `thread_notes` rows the caller wrote (notes and verbatim quotes).
-- `claims`: the user model's claims, their evidence and tier history (store/erasure_claims.py). Kinds kept
-  in other modules are listed in `OTHER_KINDS`, each an `Erasable` (its own count and erase).
+- `claims`: the user model's claims, their evidence and tier history (store/erasure_claims.py); `style`:
+  style habits, their sightings, the interaction profile and the capsule's snapshots (store/erasure_style.py).
+  Kinds kept in other modules are listed in `OTHER_KINDS`, each an `Erasable` (its own count and erase).
 
 Each removed row's search document goes through `documents.remove` (FTS5 rows by the external-content
 delete trigger, vectors by ON DELETE CASCADE, term counts decremented); a term no document uses any
@@ -34,9 +35,10 @@ from threadloom.memory.model import memory_document
 from threadloom.store import documents
 from threadloom.store.base import Reader, Writer
 from threadloom.store.erasure_claims import CLAIMS, Erasable
+from threadloom.store.erasure_style import STYLE
 from threadloom.store.memories import to_memory
 
-OTHER_KINDS: Final[dict[str, Erasable]] = {CLAIMS.name: CLAIMS}
+OTHER_KINDS: Final[dict[str, Erasable]] = {CLAIMS.name: CLAIMS, STYLE.name: STYLE}
 KINDS: Final = ("transcripts", "memories", "notes", *OTHER_KINDS)
 ERASED_ROLE: Final = "erased"
 SAMPLE_CHARS: Final = 80

@@ -39,15 +39,15 @@ class Erasable:
     erase: Callable[[Writer, str, Selector], tuple[dict[str, int], list[str]]]
 
 
-def _conditions(
-    sel: Selector, session: str, vendor: str, at: str, text: str | None
-) -> tuple[list[str], dict[str, Any]]:
+def conditions(sel: Selector, session: str, vendor: str, at: str, text: str) -> tuple[list[str], dict[str, Any]]:
+    """The selector as SQL conditions: `session` and `text` are whole conditions on :k_session and :k_text
+    (a kind without sessions passes "0 = 1"), `vendor` and `at` the columns of the source and the time."""
     clauses: list[str] = []
     params: dict[str, Any] = {}
     if sel.project is not None:
         clauses.append("0 = 1")
     if sel.session is not None:
-        clauses.append(f"{session} = :k_session")
+        clauses.append(session)
         params["k_session"] = sel.session
     if sel.source is not None:
         clauses.append(f"{vendor} IN (:k_source, :k_alias)")
@@ -59,21 +59,21 @@ def _conditions(
         clauses.append(f"{at} < :k_until")
         params["k_until"] = sel.until
     if sel.text is not None:  # a plain substring, ASCII letters case-blind, as the other kinds match
-        clauses.append(text or "0 = 1")
+        clauses.append(text)
         params["k_text"] = sel.text
     return clauses, params
 
 
 def _claims_where(owner: str, sel: Selector) -> tuple[str, dict[str, Any]]:
     said = "instr(lower(c.text), lower(:k_text)) > 0"
-    clauses, params = _conditions(sel, "c.session_id", "c.vendor", "c.created_at", said)
+    clauses, params = conditions(sel, "c.session_id = :k_session", "c.vendor", "c.created_at", said)
     return " AND ".join(["c.owner = :k_owner", *clauses]), params | {"k_owner": owner}
 
 
 def _evidence_where(owner: str, sel: Selector) -> tuple[str, dict[str, Any]]:
     """Evidence the selector picks on the owner's claims the selector does not pick."""
     said = "(e.source = 'statement' AND instr(lower(e.ref), lower(:k_text)) > 0)"
-    clauses, params = _conditions(sel, "e.session_id", "e.vendor", "e.at", said)
+    clauses, params = conditions(sel, "e.session_id = :k_session", "e.vendor", "e.at", said)
     claims, claim_params = _claims_where(owner, sel)
     owned = f"e.claim_id IN (SELECT c.id FROM user_claims c WHERE c.owner = :k_owner AND NOT ({claims}))"
     return " AND ".join([owned, *clauses]), params | claim_params
