@@ -28,7 +28,7 @@ from threadloom.search.embedder import fingerprint
 from threadloom.search.engine import SearchEngine, SearchTuning
 from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document, Filters
-from threadloom.store import documents
+from threadloom.store import documents, vector_facets
 from threadloom.store.sqlite import open_store
 
 DIM = 384
@@ -176,7 +176,7 @@ def measure(path: Path, n: int, queries: int, rng: np.random.Generator, centres:
     started = time.perf_counter()
     rows: list[tuple[int, bytes]] = []
     after = 0
-    while batch := store.read(lambda r, a=after: documents.vector_batch(r, FP, a, 50_000)):
+    while batch := store.read(lambda r, a=after: vector_facets.vector_batch(r, FP, a, 50_000)):
         rows.extend(batch)
         after = batch[-1][0]
     ids = np.asarray([i for i, _ in rows])

@@ -14,7 +14,11 @@ from dataclasses import dataclass
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_health import M025_PROBES_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
-from threadloom.store.migrations_search import M013_SEARCH_GENERATION_SQL, M018_REACTIVATION_GENERATION_SQL
+from threadloom.store.migrations_search import (
+    M013_SEARCH_GENERATION_SQL,
+    M018_REACTIVATION_GENERATION_SQL,
+    M026_FTS_EXPLICIT_INSERT_SQL,
+)
 from threadloom.store.migrations_skills import M024_SKILLS_SQL
 from threadloom.store.migrations_style import M022_STYLE_SQL
 from threadloom.store.migrations_transcripts import M019_TRANSCRIPTS_SQL
@@ -382,6 +386,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m022_style", M022_STYLE_SQL),
     Migration("m024_skills", M024_SKILLS_SQL),
     Migration("m025_probes", M025_PROBES_SQL),
+    Migration("m026_fts_explicit_insert", M026_FTS_EXPLICIT_INSERT_SQL),
 )
 
 BOOTSTRAP_SQL = """

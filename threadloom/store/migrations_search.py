@@ -48,3 +48,7 @@ M018_REACTIVATION_GENERATION_SQL = f"""
     CREATE TRIGGER memory_edges_delete_generation AFTER DELETE ON memory_edges WHEN old.type = 'supersedes'
         {_BUMP}
 """
+
+# A new document's full-text entry is written by `documents._write` itself, right after its row: FTS5 flushes
+# its pending terms to a new segment at every statement savepoint, and the trigger opened one per row.
+M026_FTS_EXPLICIT_INSERT_SQL = "DROP TRIGGER documents_fts_insert;"
