@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import pytest
@@ -195,3 +195,28 @@ def test_the_vendor_table() -> None:
     assert allows("same-vendor", "claude", "claude") and not allows("same-vendor", "claude", "codex")
     assert not allows("same-vendor", "other", "other")  # an unknown maker never matches, not even itself
     assert withheld_line("none", "codex", {"claims": 0}) is None
+
+
+def test_claims_and_style_held_back_together_are_said_in_one_line(tmp_path: Path) -> None:
+    from threadloom.style import StyleMemory
+
+    made = build(tmp_path, "same-vendor")
+    try:
+        claude, codex = made.reader("claude"), made.reader("codex")
+        second = join(made.runtime, made.repo, "ana", "copilot")  # a habit needs two sessions
+        style = StyleMemory(made.runtime.store)
+        habit = {"kind": "idiolect", "text": "tiny but mighty", "example": "tiny but mighty, ship it"}
+        style.hint(codex, [habit], ["Conclusions first"])
+        style.hint(replace(second, vendor="codex"), [habit])
+        text = render_brief(made.runtime, claude, budget=4000).text
+        lines = [line for line in text.splitlines() if "withheld" in line]
+        assert lines == [withheld_line("same-vendor", "claude", {"claims": 1, "profile preferences": 1,
+                                                                  "style habits": 1})], text  # fmt: skip
+        assert "tiny but mighty" not in text and CLAIM["codex"] not in text and CLAIM["claude"] in text
+        shown = render_brief(made.runtime, codex, budget=4000).text
+        assert "tiny but mighty" in shown and CLAIM["codex"] in shown
+        assert [line for line in shown.splitlines() if "withheld" in line] == [
+            withheld_line("same-vendor", "codex", {"claims": 1})
+        ]
+    finally:
+        made.runtime.close()

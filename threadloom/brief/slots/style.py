@@ -7,7 +7,6 @@ from threadloom.brief.fence import one_line
 from threadloom.brief.model import Ask, Item, Section, Slot
 from threadloom.style import capsule
 from threadloom.style.i18n import words
-from threadloom.usermodel.egress import withheld_line
 
 ITEM_CHARS = 160
 
@@ -22,12 +21,11 @@ def build(ask: Ask) -> Section | None:
     items = tuple(
         Item(f"- {one_line(e.line(view.language), ITEM_CHARS)}", f"style:{e.key}:r{revision}") for e in view.entries
     )
-    held = withheld_line(policy, reader, view.withheld)
     return Section(
         title=f"the user's style (r{revision}, {view.language})",
         items=items,
         get_with="style() (toolset user_model)",
-        notes=(held,) if held else (),
+        withheld=tuple(view.withheld.items()),  # the brief says it in its one egress line, with the claims
         lead=words(view.language)["header"],
     )
 
