@@ -202,3 +202,12 @@ def test_the_text_report_names_every_section(filled: tuple[Runtime, Provenance, 
     for words in ("yours, and new", "memories", "search index", "tool calls", "memory.maintenance", "self-test"):
         assert words in text
     assert "memory_recall" in text and "boom" not in text  # errors are counted, their text is for --json
+
+
+def test_journal_rows_not_written_by_the_server_are_skipped(filled: tuple[Runtime, Provenance, Provenance]) -> None:
+    rt, alice, _ = filled
+    for odd in ({"tool": "x", "ms": "slow"}, {"tool": "x", "ms": [1]}):
+        rt.sessions.record(alice, "tool.call", odd)
+    rt.store.write(lambda w: w.execute("UPDATE events SET detail = '[1, 2]' WHERE id = (SELECT MAX(id) FROM events)"))
+    calls = HealthService(rt.store).report("alice")["tool_calls"]
+    assert calls["calls"] == 7 and calls["sampled"] == 5 and "x" not in calls["tools"]

@@ -32,10 +32,11 @@ def tool_calls(r: Reader, user: str, since: int) -> dict[str, Any]:
     for (raw,) in rows:
         try:
             detail = json.loads(raw)
-        except ValueError:
+            took = float(detail.get("ms") or 0.0)
+        except (ValueError, TypeError, AttributeError):  # not what the server journals: not a call to count
             continue
-        tool = str(detail.get("tool", "?"))
-        ms.setdefault(tool, []).append(float(detail.get("ms") or 0.0))
+        tool = str(detail.get("tool", "?"))[:100]
+        ms.setdefault(tool, []).append(took)
         if detail.get("ok") is False:
             errors[tool] += 1
             last_error.setdefault(tool, str(detail.get("error", ""))[:200])  # newest first
