@@ -1,4 +1,4 @@
-"""The SQL of `m022_style` (threadloom/style/): a user's style habits, each sighting of them, the interaction
+"""The SQL of `m022_style` (threadloom/style/): a user's style habits, the sessions they were seen in, the interaction
 profile, and the style brief's revision with the snapshots deltas are computed from. Every row is its
 owner's alone."""
 
@@ -31,18 +31,19 @@ M022_STYLE_SQL: Final = """
     );
     CREATE INDEX style_habits_owner ON style_habits (owner, status, last_at);
 
-    -- Each sighting once (`ref`: a message id or a hint's digest), for the gate's distinct sessions.
-    CREATE TABLE style_observations (
-        id INTEGER PRIMARY KEY,
+    -- Per habit and session: how often it was seen there (`hinted`: a host hint counted, once per session).
+    -- One row per session rather than per sighting: the gate needs distinct sessions, not a log.
+    CREATE TABLE style_sightings (
         habit_id TEXT NOT NULL REFERENCES style_habits (id),
         owner TEXT NOT NULL,
         session TEXT NOT NULL,
-        ref TEXT NOT NULL,
-        origin TEXT NOT NULL,
-        at INTEGER NOT NULL,
-        UNIQUE (habit_id, ref)
+        seen INTEGER NOT NULL,
+        hinted INTEGER NOT NULL DEFAULT 0,
+        first_at INTEGER NOT NULL,
+        last_at INTEGER NOT NULL,
+        PRIMARY KEY (habit_id, session)
     );
-    CREATE INDEX style_observations_session ON style_observations (habit_id, session);
+    CREATE INDEX style_sightings_owner ON style_sightings (owner, session);
 
     CREATE TABLE style_profile (
         id TEXT PRIMARY KEY,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from threadloom.clock import now_ms
@@ -23,7 +23,7 @@ from threadloom.style import capsule, rows
 from threadloom.style.dictionary import extract
 from threadloom.style.guard import refusal, sanitise
 from threadloom.style.language import detect
-from threadloom.style.model import Observation, habit_key
+from threadloom.style.model import Observation
 from threadloom.style.profile import statements
 from threadloom.style.service import known_preference
 
@@ -99,6 +99,7 @@ class Learner:
         with_example: dict[str, set[tuple[str, str]]] = {}
         votes: dict[str, dict[str, int]] = {}
         counted = prefs = 0
+        groups: dict[tuple[str, str, str, str], tuple[Observation, int]] = {}
         for m in found:
             owner = m["owner"]
             if owner not in learning:
@@ -113,10 +114,17 @@ class Learner:
             if not learning[owner] or _CAPSULE_MARK in text:
                 continue
             vendor = VENDOR_OF_SOURCE.get(m["source"], "other")
-            for obs in self.observations(m["id"], m["source"], m["session_id"], text, m["at"] or now, vendor,
+            for obs in self.observations(m["source"], m["session_id"], text, m["at"] or now, vendor,
                                          with_example[owner]):  # fmt: skip
-                if rows.observe(w, owner, obs) is not None:
-                    counted += 1
+                group = (owner, obs.kind, obs.key, obs.session)
+                if group in groups:  # the batch's sightings of one habit in one session: one write
+                    first, n = groups[group]
+                    groups[group] = (
+                        replace(first, example=first.example or obs.example, at=max(first.at, obs.at)),
+                        n + 1,
+                    )
+                else:
+                    groups[group] = (obs, 1)
                 if obs.example:
                     with_example[owner].add((obs.kind, obs.key))
             own = voice(text)
@@ -124,10 +132,14 @@ class Learner:
             if lang:
                 per = votes.setdefault(owner, {})
                 per[lang] = per.get(lang, 0) + 1
-            if refusal(own) is None:
-                for key in statements(own):
+            stated = statements(own)
+            if stated and refusal(own) is None:
+                for key in stated:
                     prefs += rows.add_preference(w, owner, known_preference(owner, key, "message", vendor, now))
             report.owners.add(owner)
+        for (owner, *_), (obs, n) in groups.items():
+            if rows.observe(w, owner, obs, n) is not None:
+                counted += n
         for owner in {m["owner"] for m in found if learning.get(m["owner"])}:
             rows.add_language_votes(w, owner, votes.get(owner, {}), now)
             # The TTLs as of the newest message read: a backfill of old transcripts keeps its candidates
@@ -144,7 +156,7 @@ class Learner:
         return len(found)
 
     def observations(
-        self, mid: int, source: str, session_id: str, text: str, at: int, vendor: str,
+        self, source: str, session_id: str, text: str, at: int, vendor: str,
         have_example: set[tuple[str, str]] = frozenset(),  # type: ignore[assignment]
     ) -> list[Observation]:  # fmt: skip
         """The dictionary's sightings in one message; an example only for a habit that has none yet (and only
@@ -156,7 +168,7 @@ class Learner:
         session = f"{source}:{session_id}"
         found = []
         for h in hits:
-            key = habit_key(h.text)
+            key = h.key
             example = sanitise(own, h.start, h.end, self.scrubber) if (h.kind, key) not in have_example else None
-            found.append(Observation(h.kind, h.text, h.locale, example, session, f"m:{mid}", vendor, "dictionary", at))
+            found.append(Observation(h.kind, h.text, h.locale, example, session, vendor, "dictionary", at, key))
         return found

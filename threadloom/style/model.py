@@ -97,22 +97,22 @@ def check_text(value: object, name: str, limit: int) -> str:
 
 @dataclass(frozen=True)
 class Observation:
-    """One sighting of a habit: in which session (`session`: vendor-qualified), from what (`ref`: a message id
-    or a hint's digest; counted once), first seen with which vendor (the egress policy reads it)."""
+    """A sighting of a habit: in which session (`session`: qualified by the agent CLI), with which vendor
+    (the egress policy reads the vendor a habit was first seen with)."""
 
     kind: Kind
     text: str
     locale: str
     example: str | None
     session: str
-    ref: str
     vendor: str
     origin: Literal["dictionary", "hint"]
     at: int
+    key: str = ""  # habit_key(text), computed once when not given
 
-    @property
-    def key(self) -> str:
-        return habit_key(self.text)
+    def __post_init__(self) -> None:
+        if not self.key:
+            object.__setattr__(self, "key", habit_key(self.text))
 
 
 @dataclass(frozen=True)

@@ -66,34 +66,33 @@ def add_language_votes(w: Writer, owner: str, votes: dict[str, int], now: int) -
     )
 
 
-def observe(w: Writer, owner: str, obs: Observation) -> str | None:
-    """Count one sighting; returns the habit's status afterwards, None when it was not counted (a forgotten
-    habit, or this sighting's ref counted before)."""
+def observe(w: Writer, owner: str, obs: Observation, count: int = 1) -> str | None:
+    """Count `count` sightings of a habit in one session; the habit's status afterwards, or None when nothing
+    was counted (a forgotten habit, or a hint already counted in that session). Three statements: this runs
+    for every habit of every message."""
     hid = habit_id(owner, obs.kind, obs.key)
-    w.execute(
+    row = w.one(
         "INSERT INTO style_habits (id, owner, kind, key, text, locale, origin, example, vendor, first_at, last_at) "
-        "VALUES (:id, :o, :k, :key, :t, :loc, :orig, :ex, :v, :at, :at) ON CONFLICT (owner, kind, key) DO NOTHING",
+        "VALUES (:id, :o, :k, :key, :t, :loc, :orig, :ex, :v, :at, :at) "
+        "ON CONFLICT (owner, kind, key) DO UPDATE SET last_at = last_at RETURNING status, pinned, seen, sessions",
         {"id": hid, "o": owner, "k": obs.kind, "key": obs.key, "t": obs.text, "loc": obs.locale, "orig": obs.origin,
          "ex": obs.example, "v": obs.vendor, "at": obs.at},
     )  # fmt: skip
-    row = w.one("SELECT status, pinned, seen, sessions FROM style_habits WHERE id = :id", {"id": hid})
     if row is None or row["status"] == "forgotten":
         return None
-    new_session = (
-        w.one(
-            "SELECT 1 AS x FROM style_observations WHERE habit_id = :h AND session = :s LIMIT 1",
-            {"h": hid, "s": obs.session},
-        )
-        is None
+    hinted = int(obs.origin == "hint")
+    # `before` is the session's count before this one: 0 for a session new to the habit. No row back: a hint
+    # this session had already given.
+    sighted = w.one(
+        "INSERT INTO style_sightings (habit_id, owner, session, seen, hinted, first_at, last_at) "
+        "VALUES (:h, :o, :s, :n, :hinted, :at, :at) ON CONFLICT (habit_id, session) DO UPDATE SET "
+        "seen = seen + :n, hinted = MAX(hinted, :hinted), last_at = MAX(last_at, :at) "
+        "WHERE NOT (:hinted = 1 AND hinted = 1) RETURNING seen - :n AS before",
+        {"h": hid, "o": owner, "s": obs.session, "n": count, "hinted": hinted, "at": obs.at},
     )
-    counted = w.one(
-        "INSERT INTO style_observations (habit_id, owner, session, ref, origin, at) "
-        "VALUES (:h, :o, :s, :r, :orig, :at) ON CONFLICT (habit_id, ref) DO NOTHING RETURNING id",
-        {"h": hid, "o": owner, "s": obs.session, "r": obs.ref, "orig": obs.origin, "at": obs.at},
-    )
-    if counted is None:
+    if sighted is None:
         return None
-    seen, sessions = int(row["seen"]) + 1, int(row["sessions"]) + int(new_session)
+    seen, sessions = int(row["seen"]) + count, int(row["sessions"]) + int(sighted["before"] == 0)
     status = row["status"]
     if status != "active" and (bool(row["pinned"]) or (seen >= GATE_OBSERVATIONS and sessions >= GATE_SESSIONS)):
         status = "active"
@@ -147,7 +146,7 @@ def forget(w: Writer, owner: str, hid: str) -> int:
         {"o": owner, "id": hid},
     )
     if changed:
-        w.execute("DELETE FROM style_observations WHERE owner = :o AND habit_id = :id", {"o": owner, "id": hid})
+        w.execute("DELETE FROM style_sightings WHERE owner = :o AND habit_id = :id", {"o": owner, "id": hid})
     return changed
 
 
@@ -158,7 +157,7 @@ def cleanup(w: Writer, owner: str, now: int) -> dict[str, int]:
         "owner = :o AND pinned = 0 AND ((status = 'candidate' AND last_at < :c) "
         "OR (status = 'archived' AND last_at < :x))"
     )
-    w.execute(f"DELETE FROM style_observations WHERE habit_id IN (SELECT id FROM style_habits WHERE {gone})", params)
+    w.execute(f"DELETE FROM style_sightings WHERE habit_id IN (SELECT id FROM style_habits WHERE {gone})", params)
     removed = w.execute(f"DELETE FROM style_habits WHERE {gone}", params)
     archived = w.execute(
         "UPDATE style_habits SET status = 'archived' WHERE owner = :o AND pinned = 0 AND status = 'active' "
@@ -229,6 +228,6 @@ def counts(r: Reader, owner: str) -> dict[str, int]:
     found["pinned"] = sum(int(p or 0) for _, _, p in rows)
     found["profile"] = int(r.scalar("SELECT COUNT(*) FROM style_profile WHERE owner = :o", {"o": owner}) or 0)
     found["sessions"] = int(
-        r.scalar("SELECT COUNT(DISTINCT session) FROM style_observations WHERE owner = :o", {"o": owner}) or 0
+        r.scalar("SELECT COUNT(DISTINCT session) FROM style_sightings WHERE owner = :o", {"o": owner}) or 0
     )
     return found

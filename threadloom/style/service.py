@@ -129,10 +129,7 @@ class StyleMemory:
             at = raw.casefold().find(text.casefold())
             example = sanitise(raw, at, at + len(text), self.scrubber) if at >= 0 else None
         text = self.scrubber.text(text)
-        ref = f"h:{session}:{hashlib.sha256(f'{kind}|{habit_key(text)}'.encode()).hexdigest()[:16]}"
-        return Observation(
-            kind, text, "", example[:EXAMPLE_CHARS] if example else None, session, ref, vendor, "hint", now
-        )
+        return Observation(kind, text, "", example[:EXAMPLE_CHARS] if example else None, session, vendor, "hint", now)
 
     def manage(self, prov: Provenance, action: str, target: str | None = None) -> dict[str, Any]:
         """The user's controls: pin/unpin/forget a habit (`target`: its id), pause/resume learning, set a
