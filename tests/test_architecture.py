@@ -26,6 +26,7 @@ INNER = [
     "usermodel",
     "style",
     "erasure",
+    "learning",
     "health",
 ]
 SURFACE_MODULES = ("threadloom.server", "threadloom.cli", "threadloom.daemon", "threadloom.entry")

@@ -10,6 +10,7 @@ from typing import Any
 
 from threadloom import __version__
 from threadloom.ingest.report import transcript_status
+from threadloom.learning.harvest import learning_status
 from threadloom.store.base import Reader, Store
 
 COUNTED_TABLES = ("sessions", "events", "documents")  # store-wide sizes: how big the file is, not whose rows
@@ -62,6 +63,10 @@ class StatusService:
     def transcripts(self, user: str, enabled: bool) -> dict[str, Any]:
         """`user`'s ingested transcripts: per source counts, the covered span, the alarms (ingest/report.py)."""
         return transcript_status(self._store, user, enabled)
+
+    def learning(self, user: str, extract: bool, interval: float) -> dict[str, Any]:
+        """The learning loops: whether extract is on, when it last ran and what it did; `user`'s candidates."""
+        return learning_status(self._store, user, extract, interval)
 
     def recent_events(self, user: str, limit: int) -> list[dict[str, Any]]:
         """The latest journal events of `user`'s own sessions (nobody reads another user's journal)."""

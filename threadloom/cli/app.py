@@ -102,6 +102,7 @@ def _register_groups() -> None:
     from threadloom.cli.forget import forget
     from threadloom.cli.http import http_app
     from threadloom.cli.ingest import ingest_app
+    from threadloom.cli.learn import learn_app
     from threadloom.cli.memory import memory_app
     from threadloom.cli.reindex import reindex
     from threadloom.cli.setup import setup
@@ -118,6 +119,7 @@ def _register_groups() -> None:
     app.add_typer(thread_app, name="thread")
     app.add_typer(http_app, name="http")
     app.add_typer(ingest_app, name="ingest")
+    app.add_typer(learn_app, name="learn")
     app.add_typer(skills_app, name="skills")
     app.add_typer(user_app, name="user")
     app.add_typer(style_app, name="style")

@@ -62,6 +62,11 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
         "transcripts": await runtime.call(runtime.status.transcripts, info.user, runtime.settings.ingest)
         if info
         else None,
+        "learning": await runtime.call(
+            runtime.status.learning, info.user, runtime.settings.learn_extract, runtime.settings.learn_extract_interval
+        )
+        if info
+        else None,
     } | (
         {"events": await runtime.call(runtime.status.recent_events, info.user, recent_events)}
         if recent_events and info is not None

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_health import M025_PROBES_SQL
+from threadloom.store.migrations_learning import M023_LEARNING_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
 from threadloom.store.migrations_search import (
     M013_SEARCH_GENERATION_SQL,
@@ -384,6 +385,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m020_user_model", USER_MODEL_SQL),
     Migration("m021_job_cursors", M021_JOB_CURSORS_SQL),
     Migration("m022_style", M022_STYLE_SQL),
+    Migration("m023_learning", M023_LEARNING_SQL),
     Migration("m024_skills", M024_SKILLS_SQL),
     Migration("m025_probes", M025_PROBES_SQL),
     Migration("m026_fts_explicit_insert", M026_FTS_EXPLICIT_INSERT_SQL),
