@@ -220,3 +220,19 @@ def test_claims_and_style_held_back_together_are_said_in_one_line(tmp_path: Path
         ]
     finally:
         made.runtime.close()
+
+
+@pytest.mark.parametrize("reader", READERS)
+def test_the_day_summary_lists_quotes_as_the_policy_allows(world: World, reader: str) -> None:
+    from threadloom.dialog.day import DaySummary
+
+    policy = world.runtime.settings.egress
+    day = DaySummary(world.runtime.store, policy).summary(world.reader(reader), budget=4000)
+    allowed = expected(policy, reader)
+    for vendor, quote in QUOTE.items():
+        assert (quote in day["text"]) == (vendor in allowed), (policy, reader, vendor)
+    held = len(QUOTE) - len(allowed)
+    lines = [c for c in day["caveats"] if c.startswith("egress policy=")]
+    assert lines == ([withheld_line(policy, reader, {"quotes": held})] if held else [])
+    assert not any(q in DaySummary(world.runtime.store, policy).summary(world.reader(reader, "bob"))["text"]
+                   for q in QUOTE.values())  # fmt: skip

@@ -21,6 +21,7 @@ from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
 from threadloom.store import dialog
 from threadloom.store.base import Reader, Store
+from threadloom.usermodel.egress import allows, withheld_line
 
 DEFAULT_BUDGET: Final = 1_500
 MIN_BUDGET: Final = 200
@@ -36,6 +37,7 @@ class Item:
     at: int
     detail: str
     outline: str
+    vendor: str | None = None  # a verbatim quote's recorder (the egress policy reads it); None: not personal
 
 
 def _clock(ms: int) -> str:
@@ -66,8 +68,9 @@ def _one_line(text: str, limit: int) -> str:
 
 
 class DaySummary:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, egress: str = "all") -> None:
         self._store = store
+        self._egress = egress  # THREADLOOM_EGRESS: the user's verbatim quotes among the notes are personal memory
 
     def summary(
         self,
@@ -88,7 +91,11 @@ class DaySummary:
             raise InvalidInput("a summary covers at most 31 days; ask for a shorter range")
         owner = prov.viewer().user
         items, span = self._store.read(lambda r: (_items(r, owner, day, end, project), dialog.span(r, owner)))
-        return _render(items, day, end, budget, span)
+        kept = [i for i in items if i.vendor is None or allows(self._egress, i.vendor, prov.vendor)]
+        out = _render(kept, day, end, budget, span)
+        if line := withheld_line(self._egress, prov.vendor, {"quotes": len(items) - len(kept)}):
+            out["caveats"].append(line)
+        return out
 
 
 def _items(r: Reader, owner: str, since: int, until: int, project: str | None) -> list[Item]:
@@ -110,6 +117,7 @@ def _items(r: Reader, owner: str, since: int, until: int, project: str | None) -
                 int(n["at"]),
                 f"{_clock(n['at'])} {n['kind']} in {where}: {_one_line(n['text'], 300)}",
                 f"{_clock(n['at'])} {n['kind']} {where}: {_one_line(n['text'], 60)}",
+                str(n["vendor"]) if n["kind"] == "quote" else None,
             )
         )
     for m in dialog.memories_between(r, owner, since, until, project):

@@ -77,7 +77,8 @@ async def dialog_day(
     Returns {from_at, until_at, items, density, text, tokens, caveats, resume_from_at?}.
     """
     runtime, prov = await caller(ctx)
-    return await runtime.call(DaySummary(runtime.store).summary, prov, day, until, project, budget_tokens)
+    day_summary = DaySummary(runtime.store, runtime.settings.egress)
+    return await runtime.call(day_summary.summary, prov, day, until, project, budget_tokens)
 
 
 DIALOG_TOOLS: tuple[ToolDef, ...] = (

@@ -124,7 +124,7 @@ def notes_between(r: Reader, owner: str, since: int, until: int, project: str | 
     """Thread notes `owner` wrote in [since, until) (decisions, moves, insights, ...)."""
     scope = "AND n.repo = :p" if project is not None else ""
     return r.rows(
-        "SELECT n.id, n.project, n.thread, n.kind, n.text, n.created_at AS at FROM thread_notes n "
+        "SELECT n.id, n.project, n.thread, n.kind, n.text, n.vendor, n.created_at AS at FROM thread_notes n "
         f"WHERE n.owner = :o AND n.created_at >= :since AND n.created_at < :until {scope} "
         "ORDER BY n.created_at, n.id LIMIT 500",
         {"o": owner, "since": since, "until": until, "p": project},
