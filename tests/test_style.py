@@ -26,7 +26,7 @@ from threadloom.style.model import DAY_MS, EXAMPLE_CHARS
 ANA_1 = Provenance(session_id="a1", vendor="claude", project="/repo", user="ana")
 ANA_2 = Provenance(session_id="a2", vendor="claude", project="/repo", user="ana")
 BEN = Provenance(session_id="b1", vendor="claude", project="/repo", user="ben")
-TABLES = ("style_habits", "style_sightings", "style_profile", "style_revisions")
+TABLES = ("style_habits", "style_observations", "style_profile", "style_revisions")
 IDIOLECT = {"kind": "idiolect", "text": "tiny but mighty", "example": "tiny but mighty, ship it"}
 
 
@@ -168,7 +168,7 @@ def test_pin_forget_and_pause(store: SqliteStore) -> None:
     assert [h["id"] for h in memory.view(ANA_1, None, "all")["habits"]] == [hid]
     memory.manage(ANA_1, "forget", hid)
     assert memory.habits(ANA_1, "all")["habits"] == [] and memory.view(ANA_1, None, "all")["habits"] == []
-    assert store.read(lambda r: r.scalar("SELECT count(*) FROM style_sightings")) == 0
+    assert store.read(lambda r: r.scalar("SELECT count(*) FROM style_observations")) == 0
     again = memory.hint(ANA_2, [{"kind": "catchphrase", "text": "cool cool"}])  # not learned back
     assert again["observed"][0]["status"].startswith("not counted") and memory.habits(ANA_1, "all")["habits"] == []
     with pytest.raises(NotFound):

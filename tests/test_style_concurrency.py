@@ -80,8 +80,8 @@ def test_two_processes_writing_observations_lose_nothing(tmp_path: Path) -> None
     # Every habit's counters equal its per-session rows: no update lost between the processes.
     assert (
         scalar(
-            "SELECT count(*) FROM style_habits h WHERE h.seen != (SELECT sum(s.seen) FROM style_sightings s "
-            "WHERE s.habit_id = h.id) OR h.sessions != (SELECT count(*) FROM style_sightings s "
+            "SELECT count(*) FROM style_habits h WHERE h.seen != (SELECT sum(s.seen) FROM style_observations s "
+            "WHERE s.habit_id = h.id) OR h.sessions != (SELECT count(*) FROM style_observations s "
             "WHERE s.habit_id = h.id)"
         )
         == 0

@@ -14,7 +14,7 @@ from mcp import Client
 from tests.helpers import count_rows, serve_params, structured
 
 pytestmark = pytest.mark.anyio
-TABLES = ("style_habits", "style_sightings", "style_profile", "style_revisions")
+TABLES = ("style_habits", "style_observations", "style_profile", "style_revisions")
 HINT = {"kind": "idiolect", "text": "tiny but mighty", "example": "tiny but mighty, ship it"}
 
 

@@ -1,6 +1,6 @@
-"""The SQL of `m022_style` (threadloom/style/): a user's style habits, the sessions they were seen in, the interaction
-profile, and the style brief's revision with the snapshots deltas are computed from. Every row is its
-owner's alone."""
+"""The SQL of `m022_style` (threadloom/style/): a user's style habits, the sessions each was seen in
+(`style_observations`), the interaction profile, and the style brief's revision with the snapshots deltas
+are computed from. Every row is its owner's alone."""
 
 from __future__ import annotations
 
@@ -33,7 +33,7 @@ M022_STYLE_SQL: Final = """
 
     -- Per habit and session: how often it was seen there (`hinted`: a host hint counted, once per session).
     -- One row per session rather than per sighting: the gate needs distinct sessions, not a log.
-    CREATE TABLE style_sightings (
+    CREATE TABLE style_observations (
         habit_id TEXT NOT NULL REFERENCES style_habits (id),
         owner TEXT NOT NULL,
         session TEXT NOT NULL,
@@ -43,7 +43,7 @@ M022_STYLE_SQL: Final = """
         last_at INTEGER NOT NULL,
         PRIMARY KEY (habit_id, session)
     );
-    CREATE INDEX style_sightings_owner ON style_sightings (owner, session);
+    CREATE INDEX style_observations_owner ON style_observations (owner, session);
 
     CREATE TABLE style_profile (
         id TEXT PRIMARY KEY,

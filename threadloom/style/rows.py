@@ -84,7 +84,7 @@ def observe(w: Writer, owner: str, obs: Observation, count: int = 1) -> str | No
     # `before` is the session's count before this one: 0 for a session new to the habit. No row back: a hint
     # this session had already given.
     sighted = w.one(
-        "INSERT INTO style_sightings (habit_id, owner, session, seen, hinted, first_at, last_at) "
+        "INSERT INTO style_observations (habit_id, owner, session, seen, hinted, first_at, last_at) "
         "VALUES (:h, :o, :s, :n, :hinted, :at, :at) ON CONFLICT (habit_id, session) DO UPDATE SET "
         "seen = seen + :n, hinted = MAX(hinted, :hinted), last_at = MAX(last_at, :at) "
         "WHERE NOT (:hinted = 1 AND hinted = 1) RETURNING seen - :n AS before",
@@ -146,7 +146,7 @@ def forget(w: Writer, owner: str, hid: str) -> int:
         {"o": owner, "id": hid},
     )
     if changed:
-        w.execute("DELETE FROM style_sightings WHERE owner = :o AND habit_id = :id", {"o": owner, "id": hid})
+        w.execute("DELETE FROM style_observations WHERE owner = :o AND habit_id = :id", {"o": owner, "id": hid})
     return changed
 
 
@@ -157,7 +157,7 @@ def cleanup(w: Writer, owner: str, now: int) -> dict[str, int]:
         "owner = :o AND pinned = 0 AND ((status = 'candidate' AND last_at < :c) "
         "OR (status = 'archived' AND last_at < :x))"
     )
-    w.execute(f"DELETE FROM style_sightings WHERE habit_id IN (SELECT id FROM style_habits WHERE {gone})", params)
+    w.execute(f"DELETE FROM style_observations WHERE habit_id IN (SELECT id FROM style_habits WHERE {gone})", params)
     removed = w.execute(f"DELETE FROM style_habits WHERE {gone}", params)
     archived = w.execute(
         "UPDATE style_habits SET status = 'archived' WHERE owner = :o AND pinned = 0 AND status = 'active' "
@@ -228,6 +228,6 @@ def counts(r: Reader, owner: str) -> dict[str, int]:
     found["pinned"] = sum(int(p or 0) for _, _, p in rows)
     found["profile"] = int(r.scalar("SELECT COUNT(*) FROM style_profile WHERE owner = :o", {"o": owner}) or 0)
     found["sessions"] = int(
-        r.scalar("SELECT COUNT(DISTINCT session) FROM style_sightings WHERE owner = :o", {"o": owner}) or 0
+        r.scalar("SELECT COUNT(DISTINCT session) FROM style_observations WHERE owner = :o", {"o": owner}) or 0
     )
     return found
