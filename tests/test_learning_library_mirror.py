@@ -13,7 +13,7 @@ import pytest
 from threadloom.config import Settings
 from threadloom.learning.library import Library
 from threadloom.learning.mirror import MANIFEST
-from threadloom.runtime import Runtime, open_runtime
+from threadloom.runtime import Mode, Runtime, open_runtime
 
 
 @pytest.fixture
@@ -87,3 +87,20 @@ def test_a_canonical_skill_broken_by_hand_is_not_copied_and_is_reported(runtime:
     assert status["entries"] == {"skills_person": 1} and status["pinned"] == 0
     assert [Path(b["path"]).parent.name for b in status["broken_skill_files"]] == ["hand-made"]
     assert "its folder is 'hand-made'" in status["broken_skill_files"][0]["error"]
+
+
+MODES: list[tuple[Mode, bool]] = [("daemon", True), ("in-process", True), ("http", False), ("cli", False)]
+
+
+@pytest.mark.parametrize(("mode", "mirrored"), MODES)
+def test_only_the_local_servers_mirror_into_their_users_home(
+    mode: Mode, mirrored: bool, tmp_path: Path, user_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(user_home))
+    rt = open_runtime(Settings(home=tmp_path / "home", embedder="none"), mode)
+    try:
+        result = Library(rt).write_skill("alice", "deploy", "How to deploy.", "Step one.\n", "loop", "r:1")
+    finally:
+        rt.close()
+    assert bool(result["mirrors"]) is mirrored
+    assert (user_home / ".claude/skills/deploy/SKILL.md").exists() is mirrored
