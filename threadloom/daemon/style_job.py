@@ -1,6 +1,7 @@
-"""The daemon's style learning: a pass over new user messages of ingested transcripts every INTERVAL_S
-(style/learn.py), single-flight across processes by the `style.observe` lease. A user who paused learning
-(`style_manage action=pause`) is skipped: that is the off switch, per user."""
+"""The daemon's style learning: a pass over new user messages of ingested transcripts (style/learn.py) at the
+transcript poll's pace (THREADLOOM_INGEST_INTERVAL; every INTERVAL_S when that poll is off), single-flight
+across processes by the `style.observe` lease. A pass with nothing new is one read. A user who paused
+learning (`style_manage action=pause`) is skipped: that is the off switch, per user."""
 
 from __future__ import annotations
 
@@ -19,8 +20,9 @@ INTERVAL_S: Final = 60.0
 CATCH_UP_S: Final = 1.0  # between passes while a backlog remains
 
 
-async def keep_learning(runtime: Runtime, interval: float = INTERVAL_S) -> None:
+async def keep_learning(runtime: Runtime) -> None:
     learner = Learner(runtime.store, runtime.scrubber)
+    interval = runtime.settings.ingest_interval if runtime.settings.ingest_interval > 0 else INTERVAL_S
     holder = f"daemon:{os.getpid()}"
     while True:
         backlog = False

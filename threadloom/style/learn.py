@@ -18,7 +18,7 @@ from typing import Any, Final
 from threadloom.clock import now_ms
 from threadloom.scrub.policy import Scrubber
 from threadloom.store import jobs
-from threadloom.store.base import Store, Writer
+from threadloom.store.base import Reader, Store, Writer
 from threadloom.style import capsule, rows
 from threadloom.style.dictionary import extract
 from threadloom.style.guard import refusal, sanitise
@@ -73,6 +73,8 @@ class Learner:
     def run(self, holder: str, max_batches: int = MAX_BATCHES, batch: int = BATCH) -> PassReport:
         """One pass; `busy` when another process holds the lease."""
         started, report = time.monotonic(), PassReport()
+        if not self.store.read(self._pending):
+            return report  # nothing new: no lease, no write
         if not self.store.write(lambda w: jobs.acquire(w, JOB, holder, now_ms(), LEASE_MS)):
             report.busy = True
             return report
@@ -84,6 +86,15 @@ class Learner:
             self.store.write(lambda w: jobs.release(w, JOB, holder))
         report.seconds = time.monotonic() - started
         return report
+
+    def _pending(self, r: Reader) -> bool:
+        return (
+            r.one(
+                "SELECT 1 AS x FROM transcript_messages WHERE id > :c AND role = 'user' LIMIT 1",
+                {"c": jobs.cursor(r, JOB)},
+            )
+            is not None
+        )
 
     def _batch(self, w: Writer, size: int, report: PassReport) -> int:
         start = jobs.cursor(w, JOB)
