@@ -6,7 +6,10 @@ full-text index keeps included."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +17,7 @@ import pytest
 from mcp import Client
 
 from tests.helpers import serve_params, structured
+from threadloom.coordination.supervision import HOLD_MAX, _copy_scrubbed, _cut
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
 from threadloom.memory.core import CoreMemory
@@ -128,3 +132,31 @@ def test_a_threads_watched_paths_are_written_scrubbed(tmp_path: Path, repo: Path
     assert key_id not in thread_file and "src/api" in thread_file and "[secret:aws-access-key-id]" in thread_file
     assert not on_disk(store, key_id)
     store.close()
+
+
+def test_the_supervisors_copy_scrubs_across_writes_and_keeps_other_bytes(tmp_path: Path) -> None:
+    """The pipe a spawned child writes to, copied to its log (coordination/supervision.py): a key block
+    arriving a few bytes at a time, a line longer than what is held back, and bytes that are not UTF-8."""
+    key_text, key = corpus("pem-rsa")
+    text, secret = corpus("stripe-secret-key")
+    long_line = b"y" * (HOLD_MAX + 10) + b" " + b"z" * 100  # no line end: flushed once past HOLD_MAX
+    read_end, write_end = os.pipe()
+    log = tmp_path / "task.log"
+    with open(log, "wb") as sink:
+        copier = threading.Thread(target=_copy_scrubbed, args=(read_end, sink.fileno()))
+        copier.start()
+        data = key_text.encode() + b"\n" + text.encode() + b"\nraw \xff\xfe bytes\n"
+        for at in range(0, len(data), 7):  # a few bytes per write, as a slow child prints
+            os.write(write_end, data[at : at + 7])
+            time.sleep(0.001)  # so that the copy sees them a few at a time
+        os.write(write_end, long_line)
+        os.close(write_end)
+        copier.join(30)
+    out = log.read_bytes()
+    assert not copier.is_alive()
+    assert key.encode() not in out and secret.encode() not in out
+    assert b"[secret:private-key]" in out and b"[secret:stripe-key]" in out
+    assert b"raw \xff\xfe bytes\n" in out and out.endswith(long_line)
+    begun = b"the key:\n-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n"
+    assert _cut(begun) == len(b"the key:\n")  # held from the block's first line until its end comes
+    assert _cut(begun + b"-----END RSA PRIVATE KEY-----\nmore") == len(begun) + 30

@@ -99,8 +99,12 @@ def _copy_scrubbed(source: int, sink: int) -> None:
         pending += chunk
         cut = _cut(pending) if chunk else len(pending)
         if cut:
-            text = scrub(pending[:cut].decode("utf-8", "surrogateescape")).text
-            _write_all(sink, text.encode("utf-8", "surrogateescape"))
+            try:
+                text = scrub(pending[:cut].decode("utf-8", "surrogateescape")).text
+            except Exception:  # noqa: BLE001 - never the raw text, and the pipe drains on or the child would block
+                text = f"[threadloom supervisor] {cut} bytes of output withheld: they could not be scrubbed\n"
+            with contextlib.suppress(OSError):  # a full disk: the output is lost, the child goes on
+                _write_all(sink, text.encode("utf-8", "surrogateescape"))
             pending = pending[cut:]
         if not chunk:
             os.close(source)
