@@ -48,6 +48,9 @@ def test_a_person_adds_pins_mirrors_and_removes_a_skill(home: Path, tmp_path: Pa
     assert [m["status"] for m in mirrored["skills"]["review-prs"]] == ["unchanged", "unchanged"]
     assert [Path(b["path"]).parent.name for b in mirrored["broken"]] == ["someone-elses"]
 
+    status = json.loads(cli(home, "skills", "status", **env).stdout)
+    assert status["entries"] == {"skills_person": 1, "lessons_person": 1}
+    assert [Path(b["path"]).parent.name for b in status["broken_skill_files"]] == ["someone-elses"]
     assert json.loads(cli(home, "skills", "pin", "review-prs", **env).stdout)["pinned"] is True
     assert cli(home, "skills", "show", "review-prs", **(env | {"THREADLOOM_USER": "bob"})).returncode == 2
     removed = cli(home, "skills", "rm", "review-prs", "--yes", **env)

@@ -17,7 +17,7 @@ from threadloom.learning.library import Library
 from threadloom.learning.skills import MAX_FILE, REFERENCES, SKILL_FILE, parse
 from threadloom.runtime import Runtime
 
-skills_app = typer.Typer(help="Skills and lessons: list, read, add, pin, remove, mirror.", no_args_is_help=True)
+skills_app = typer.Typer(help="Skills and lessons: list, read, add, pin, remove, mirror, status.", no_args_is_help=True)
 Lesson = Annotated[bool, typer.Option("--lesson", help="A lesson (by its id) rather than a skill.")]
 
 
@@ -101,6 +101,13 @@ def remove(
     if not yes and not typer.confirm(f"delete {_kind(lesson)} {name}?"):
         raise typer.Exit(1)
     run_in_session(lambda rt, prov: _library(rt).delete(prov.viewer().user, name, _kind(lesson), "person"))
+
+
+@skills_app.command("status")
+def status() -> None:
+    """Your entries by kind and origin, how many are pinned, and each SKILL.md in the installed CLIs'
+    skills folders that no client could load (bad front matter, a name that is not its folder's)."""
+    run_in_session(lambda rt, prov: _library(rt).report(prov.viewer().user))
 
 
 @skills_app.command("mirror")
