@@ -11,15 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from threadloom.store import migrations_search as search_sql
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_health import M025_PROBES_SQL
 from threadloom.store.migrations_learning import M023_LEARNING_SQL
 from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
-from threadloom.store.migrations_search import (
-    M013_SEARCH_GENERATION_SQL,
-    M018_REACTIVATION_GENERATION_SQL,
-    M026_FTS_EXPLICIT_INSERT_SQL,
-)
 from threadloom.store.migrations_skills import M024_SKILLS_SQL
 from threadloom.store.migrations_style import M022_STYLE_SQL
 from threadloom.store.migrations_transcripts import M019_TRANSCRIPTS_SQL
@@ -361,7 +357,7 @@ M021_JOB_CURSORS_SQL = """
 CREATE TABLE job_cursors (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO job_cursors (name, position) SELECT 'memory.recalls', coalesce(max(id), 0) FROM events;
 """
-M013_SEARCH_GENERATION = Migration("m013_search_generation", M013_SEARCH_GENERATION_SQL)
+M013_SEARCH_GENERATION = Migration("m013_search_generation", search_sql.M013_SEARCH_GENERATION_SQL)
 
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
@@ -380,7 +376,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m014_owners", M014_OWNERS_SQL),  # SQL held in the modules beside this one
     Migration("m015_tool_requests", M015_TOOL_REQUESTS_SQL),
     Migration("m017_memory_context", M017_MEMORY_CONTEXT_SQL),
-    Migration("m018_reactivation_generation", M018_REACTIVATION_GENERATION_SQL),
+    Migration("m018_reactivation_generation", search_sql.M018_REACTIVATION_GENERATION_SQL),
     Migration("m019_transcripts", M019_TRANSCRIPTS_SQL),
     Migration("m020_user_model", USER_MODEL_SQL),
     Migration("m021_job_cursors", M021_JOB_CURSORS_SQL),
@@ -388,7 +384,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m023_learning", M023_LEARNING_SQL),
     Migration("m024_skills", M024_SKILLS_SQL),
     Migration("m025_probes", M025_PROBES_SQL),
-    Migration("m026_fts_explicit_insert", M026_FTS_EXPLICIT_INSERT_SQL),
+    Migration("m026_fts_explicit_insert", search_sql.M026_FTS_EXPLICIT_INSERT_SQL),
 )
 
 BOOTSTRAP_SQL = """
