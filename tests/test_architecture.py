@@ -28,6 +28,7 @@ INNER = [
     "erasure",
     "learning",
     "health",
+    "portable",
 ]
 SURFACE_MODULES = ("threadloom.server", "threadloom.cli", "threadloom.daemon", "threadloom.entry")
 SURFACE_LIBRARIES = ("mcp", "mcp_types", "typer", "rich", "starlette", "uvicorn")

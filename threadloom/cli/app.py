@@ -104,6 +104,7 @@ def _register_groups() -> None:
     from threadloom.cli.ingest import ingest_app
     from threadloom.cli.learn import learn_app
     from threadloom.cli.memory import memory_app
+    from threadloom.cli.portable import export, import_
     from threadloom.cli.reindex import reindex
     from threadloom.cli.setup import setup
     from threadloom.cli.skills import skills_app
@@ -122,6 +123,8 @@ def _register_groups() -> None:
     app.add_typer(learn_app, name="learn")
     app.add_typer(skills_app, name="skills")
     app.add_typer(user_app, name="user")
+    app.add_typer(learn_app, name="learn")
+    app.add_typer(learn_app, name="learn")
     app.add_typer(style_app, name="style")
     app.command()(doctor)
     app.command()(check)
@@ -132,6 +135,8 @@ def _register_groups() -> None:
     app.command()(forget)
     app.command()(stats)
     app.command()(top)
+    app.command()(export)
+    app.command(name="import")(import_)
 
 
 def run() -> None:

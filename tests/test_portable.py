@@ -1,0 +1,138 @@
+"""Export and import (issue 20): the round trip is byte-identical, importing twice changes nothing, only the
+caller's own items leave, and another store's ids (even ones taken here) merge without collisions, edges
+following. A real SQLite store, the real services."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.portable_world import BOB_SECRET, World, build, runtime
+from threadloom.portable.export import export_to
+from threadloom.portable.importer import import_from
+from threadloom.runtime import Runtime
+from threadloom.scrub import Scrubber
+
+SCRUB = Scrubber(True)
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[World]:
+    w = build(tmp_path)
+    yield w
+    w.rt.close()
+
+
+def files(folder: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted(folder.iterdir())}
+
+
+def rows(rt: Runtime, table: str) -> int:
+    return int(rt.store.read(lambda r: r.scalar(f"SELECT COUNT(*) FROM {table}")))
+
+
+def test_export_holds_the_callers_items_and_nobody_elses(world: World, tmp_path: Path) -> None:
+    done = export_to(world.rt.store, "alice", tmp_path / "out")
+    assert done.counts == {"memories": 5 + 2, "notes": 2, "claims": 1}  # 4 stored + the amend, 2 edges
+    data = files(tmp_path / "out")
+    assert set(data) == {f"{k}.{x}" for k in ("memories", "notes", "claims") for x in ("jsonl", "md")}
+    assert all(BOB_SECRET.encode() not in blob for blob in data.values())
+    assert b"deploys go out on Wednesdays" in data["memories.jsonl"]
+    assert b'"format":"threadloom-export"' in data["memories.jsonl"].splitlines()[0]
+    md = data["memories.md"].decode()
+    assert "````text\nrelease train\n```\n<script>" in md  # a fence longer than the text's own
+    assert oct((tmp_path / "out" / "memories.jsonl").stat().st_mode & 0o777) == "0o600"
+
+
+def test_round_trip_into_a_fresh_store_gives_the_same_bytes(world: World, tmp_path: Path) -> None:
+    export_to(world.rt.store, "alice", tmp_path / "one")
+    fresh = runtime(tmp_path / "home-b")
+    try:
+        done = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one")
+        assert done.counts["memories_added"] == 5 and done.counts["edges_added"] == 2
+        assert done.counts["notes_added"] == 2 and done.counts["claims_added"] == 1
+        export_to(fresh.store, "alice", tmp_path / "two")
+        assert files(tmp_path / "one") == files(tmp_path / "two")
+        # Imported memories are searchable: their documents were written with them.
+        hits = fresh.store.read(lambda r: r.scalar("SELECT COUNT(*) FROM documents WHERE kind = 'memory'"))
+        assert hits == 5
+    finally:
+        fresh.close()
+
+
+def test_importing_twice_changes_nothing(world: World, tmp_path: Path) -> None:
+    export_to(world.rt.store, "alice", tmp_path / "one")
+    fresh = runtime(tmp_path / "home-b")
+    try:
+        import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one")
+        tables = ("memories", "memory_edges", "thread_notes", "user_claims", "user_evidence", "documents")
+        before = {t: rows(fresh, t) for t in tables}
+        again = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one")
+        assert {t: rows(fresh, t) for t in tables} == before
+        assert again.counts["memories_added"] == again.counts["edges_added"] == 0
+        assert again.counts["memories_merged"] == 5 and again.counts["edges_present"] == 2
+        assert again.counts["notes_added"] == again.counts["claims_added"] == 0
+    finally:
+        fresh.close()
+
+
+def test_a_dry_run_counts_what_a_real_run_does_and_writes_nothing(world: World, tmp_path: Path) -> None:
+    export_to(world.rt.store, "alice", tmp_path / "one")
+    fresh = runtime(tmp_path / "home-b")
+    try:
+        plan = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one", dry_run=True)
+        assert rows(fresh, "memories") == rows(fresh, "thread_notes") == rows(fresh, "user_claims") == 0
+        assert plan.counts == import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one").counts
+    finally:
+        fresh.close()
+
+
+def test_another_users_export_merges_as_the_importers_with_fresh_ids(world: World, tmp_path: Path) -> None:
+    """bob imports alice's export into the very store it came from: every id is taken (alice's), so bob's
+    copies get derived ids, the edges and the claim's memory evidence follow them, and alice's rows stay."""
+    export_to(world.rt.store, "alice", tmp_path / "alice")
+    alice_rows = world.count("SELECT COUNT(*) FROM memories WHERE owner = 'alice'")
+    done = import_from(world.rt.store, "bob", "", SCRUB, tmp_path / "alice")
+    assert done.counts["memories_added"] == 5 and done.counts["edges_added"] == 2
+    assert world.count("SELECT COUNT(*) FROM memories WHERE owner = 'alice'") == alice_rows
+    assert world.count("SELECT COUNT(*) FROM memories WHERE owner = 'bob'") == 2 + 5
+    crossing = world.count(
+        "SELECT COUNT(*) FROM memory_edges e JOIN memories s ON s.id = e.source JOIN memories t ON t.id = e.target "
+        "WHERE s.owner <> t.owner"
+    )
+    assert crossing == 0  # bob's edges join bob's copies, never alice's originals
+    evidence = world.rt.store.read(
+        lambda r: r.scalar(
+            "SELECT e.ref FROM user_evidence e JOIN user_claims c ON c.id = e.claim_id "
+            "WHERE c.owner = 'bob' AND e.source = 'memory'"
+        )
+    )
+    assert world.count("SELECT COUNT(*) FROM memories WHERE id = :i AND owner = 'bob'", {"i": evidence}) == 1
+    again = import_from(world.rt.store, "bob", "", SCRUB, tmp_path / "alice")
+    assert again.counts["memories_added"] == again.counts["claims_added"] == again.counts["notes_added"] == 0
+    # bob's own export now carries what he knows and what he took in, and round-trips like any other.
+    export_to(world.rt.store, "bob", tmp_path / "bob")
+    fresh = runtime(tmp_path / "home-c")
+    try:
+        import_from(fresh.store, "bob", "", SCRUB, tmp_path / "bob")
+        export_to(fresh.store, "bob", tmp_path / "bob2")
+        assert files(tmp_path / "bob") == files(tmp_path / "bob2")
+    finally:
+        fresh.close()
+
+
+def test_one_kind_alone_exports_and_imports(world: World, tmp_path: Path) -> None:
+    done = export_to(world.rt.store, "alice", tmp_path / "only", ["notes"])
+    assert done.files == ("notes.jsonl", "notes.md")
+    fresh = runtime(tmp_path / "home-b")
+    try:
+        assert import_from(fresh.store, "alice", "", SCRUB, tmp_path / "only" / "notes.jsonl").counts == {
+            "notes_added": 2,
+            "notes_present": 0,
+        }
+        found = fresh.store.read(lambda r: r.scalar("SELECT COUNT(*) FROM documents WHERE kind IN ('note', 'quote')"))
+        assert found == 2
+    finally:
+        fresh.close()

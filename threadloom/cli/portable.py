@@ -1,0 +1,69 @@
+"""`threadloom export` and `threadloom import`: what you own, as files to keep, read or carry to another
+store (threadloom/portable/)."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from threadloom.cli.app import out, settings
+from threadloom.portable.export import export_to
+from threadloom.portable.format import MAX_FILE_BYTES
+from threadloom.portable.importer import import_from
+from threadloom.runtime import hold_store_lock
+from threadloom.scrub import Scrubber
+from threadloom.store.sqlite import open_store
+
+
+def export(
+    out_dir: Annotated[
+        Path | None, typer.Option("--out", help="A new or empty folder (default: threadloom-export-<date>).")
+    ] = None,
+    kinds: Annotated[
+        list[str] | None, typer.Option("--kinds", help="Only these kinds, repeatable: memories, notes, claims.")
+    ] = None,
+) -> None:
+    """Export everything you (THREADLOOM_USER) own, as JSONL (one file per kind) plus Markdown to read.
+    Another user's items are never in it."""
+    s = settings()
+    folder = out_dir or Path(f"threadloom-export-{time.strftime('%Y%m%d-%H%M%S')}")
+    lock = hold_store_lock(s)
+    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    try:
+        done = export_to(store, s.user, folder, kinds)
+    finally:
+        store.close()
+        os.close(lock)
+    total = ", ".join(f"{name} {n:,}" for name, n in done.counts.items())
+    out.print(f"exported for {s.user} into {done.folder}: {total}", markup=False, highlight=False)
+
+
+def import_(
+    path: Annotated[Path, typer.Argument(help="An export folder, or one <kind>.jsonl file of it.")],
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="Check everything and count; write nothing.")] = False,
+    max_bytes: Annotated[int, typer.Option("--max-bytes", min=1, help="Refuse a file larger than this.")] = (
+        MAX_FILE_BYTES
+    ),
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Merge an export into this store. Everything imported becomes yours (THREADLOOM_USER), whoever exported
+    it; what you already have is not added twice, so importing again changes nothing. All or nothing."""
+    s = settings()
+    lock = hold_store_lock(s)
+    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    try:
+        done = import_from(store, s.user, s.org, Scrubber(s.scrub_secrets), path, dry_run=dry_run, max_bytes=max_bytes)
+    finally:
+        store.close()
+        os.close(lock)
+    if as_json:
+        out.print_json(json.dumps(done.as_dict()))
+        return
+    verb = "would import" if dry_run else "imported"
+    counts = ", ".join(f"{k.replace('_', ' ')} {v:,}" for k, v in done.counts.items())
+    out.print(f"{verb} as {s.user} from {', '.join(done.files)}: {counts}", markup=False, highlight=False)

@@ -1,0 +1,78 @@
+"""`export_to`: the caller's own items, each kind to `<kind>.jsonl` (a header line, then one record a line,
+in each kind's stable order) and, for people, `<kind>.md`. All kinds are read in one snapshot, so the files
+agree with each other; each file is written under a temporary name and renamed, 0600 in a 0700 folder."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from threadloom.errors import InvalidInput
+from threadloom.portable import format as f
+from threadloom.portable.registry import Kind, kinds
+from threadloom.store.base import Reader, Store
+
+
+@dataclass(frozen=True)
+class Exported:
+    folder: Path
+    counts: dict[str, int]  # records per kind
+    files: tuple[str, ...]
+
+
+def choose(names: Sequence[str] | None) -> list[Kind]:
+    known = kinds()
+    unknown = [n for n in names or () if n not in known]
+    if unknown:
+        raise InvalidInput(f"unknown kind {unknown[0]!r}; kinds are {', '.join(known)}")
+    return [k for name, k in known.items() if not names or name in names]
+
+
+def prepare(folder: Path) -> Path:
+    """The export folder: made 0700 if missing; a link, a file or a folder with a previous export is refused."""
+    if folder.is_symlink():
+        raise InvalidInput(f"{folder} is a symbolic link; name a real folder")
+    if folder.exists():
+        if not folder.is_dir():
+            raise InvalidInput(f"{folder} exists and is not a folder")
+        clashes = sorted(p.name for p in folder.iterdir() if p.name.endswith((".jsonl", ".md")))
+        if clashes:
+            raise InvalidInput(f"{folder} already holds {clashes[0]}: export into an empty or new folder")
+    else:
+        folder.mkdir(mode=0o700, parents=True)
+    return folder
+
+
+def export_to(store: Store, user: str, folder: Path, names: Sequence[str] | None = None) -> Exported:
+    chosen = choose(names)
+    folder = prepare(folder.absolute())
+
+    def run(r: Reader) -> dict[str, int]:
+        return {kind.name: _write(r, kind, user, folder) for kind in chosen}
+
+    counts = store.read(run)
+    files = tuple(sorted(p.name for p in folder.iterdir() if p.name.endswith((".jsonl", ".md"))))
+    return Exported(folder, counts, files)
+
+
+def _write(r: Reader, kind: Kind, user: str, folder: Path) -> int:
+    target, readable = folder / f"{kind.name}.jsonl", folder / f"{kind.name}.md"
+    staged = [folder / f".{kind.name}.jsonl.part", folder / f".{kind.name}.md.part"]
+    for path in staged:
+        path.unlink(missing_ok=True)
+    count = 0
+    with f.open_private(staged[0]) as data, f.open_private(staged[1]) as md:
+        data.write(f.dump(f.header(kind.name)))
+        md.write(f"# {kind.name} of {user}\n\nExported by threadloom; the data is `{kind.name}.jsonl`.\n\n")
+        for record in kind.export(r, user):
+            data.write(f.dump(record))
+            md.write(kind.markdown(record))
+            count += 1
+        for fh in (data, md):
+            fh.flush()
+            os.fsync(fh.fileno())
+    staged[0].replace(target)
+    staged[1].replace(readable)
+    return count
