@@ -114,6 +114,11 @@ class Settings(BaseSettings):
     learn_extract_interval: float = Field(
         600.0, ge=0, description="Seconds between the daemon's extract passes (learn_extract on); 0: only by CLI."
     )
+    learn_curate: bool = Field(False, description="Let the scheduled curator review skills and lessons.")
+    learn_curate_delete_budget: int = Field(5, ge=0, le=100, description="Entries a curator pass may delete or merge.")
+    learn_stale_days: float = Field(90.0, gt=0, description="Days without view, use or edit before deprecation.")
+    learn_retention_days: float = Field(30.0, gt=0, description="Days snapshots and trashed entries are kept.")
+    learn_insight_votes: int = Field(3, ge=1, le=1000, description="Net votes an insight needs to be exported.")
     probe_interval: float = Field(
         21600.0, ge=0, description="Seconds between the daemon's self-tests (doctor --probe); 0 turns them off."
     )

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from threadloom.store import migrations_search as search_sql
+from threadloom.store.migrations_concepts import M027_CONCEPTS_SQL
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_health import M025_PROBES_SQL
 from threadloom.store.migrations_learning import M023_LEARNING_SQL
@@ -385,6 +386,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m024_skills", M024_SKILLS_SQL),
     Migration("m025_probes", M025_PROBES_SQL),
     Migration("m026_fts_explicit_insert", search_sql.M026_FTS_EXPLICIT_INSERT_SQL),
+    Migration("m027_concepts", M027_CONCEPTS_SQL),
 )
 
 BOOTSTRAP_SQL = """
