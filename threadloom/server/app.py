@@ -32,8 +32,8 @@ from threadloom.server.dialog_tools import DIALOG_TOOLS
 from threadloom.server.forget_tools import FORGET_TOOLS
 from threadloom.server.health_tools import HEALTH_TOOLS
 from threadloom.server.memory_tools import MEMORY_TOOLS
-from threadloom.server.style_tools import STYLE_TOOLS
 from threadloom.server.skill_tools import SKILL_TOOLS
+from threadloom.server.style_tools import STYLE_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.thread_views import add_thread_views
 from threadloom.server.tools import TOOLS, status_report
