@@ -198,6 +198,18 @@ def test_candidates_expire_idle_habits_archive_and_pinned_ones_stay(store: Sqlit
     assert after["ship it"]["status"] == "active" and after["ship it"]["pinned"] is True
 
 
+def test_a_daily_sweep_archives_habits_the_user_stopped_showing_without_new_messages(store: SqliteStore) -> None:
+    memory, learner = StyleMemory(store), Learner(store)
+    memory.hint(ANA_1, [IDIOLECT])
+    memory.hint(ANA_2, [IDIOLECT])
+    before = memory.view(ANA_1, None, "all")["revision"]
+    assert learner.run("test").swept == 0  # swept just now (the first pass of the day), nothing to archive
+    later = now_ms() + 181 * DAY_MS
+    assert learner.sweep(later) == 1 and learner.sweep(later + 1000) == 0  # once a day
+    assert memory.habits(ANA_1, "all")["habits"][0]["status"] == "archived"
+    assert memory.view(ANA_1, None, "all")["revision"] == before + 1
+
+
 def test_examples_are_short_and_carry_no_names_emails_paths_or_secrets(store: SqliteStore) -> None:
     text = (
         "so I told Maria about /home/ana/secret/plan.txt and mail ana@corp.example with token "

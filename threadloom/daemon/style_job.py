@@ -29,7 +29,7 @@ async def keep_learning(runtime: Runtime) -> None:
         try:
             report = await runtime.call(learner.run, holder)
             backlog = report.messages > 0 and not report.busy and report.messages % 500 == 0
-            if report.observations or report.preferences:
+            if report.observations or report.preferences or report.swept:
                 log.info("style: %s", report.as_dict())
         except ThreadloomError as exc:
             log.warning("style learning failed: %s", exc.message)

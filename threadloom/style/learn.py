@@ -28,6 +28,8 @@ from threadloom.style.profile import statements
 from threadloom.style.service import known_preference
 
 JOB: Final = "style.observe"
+SWEEP: Final = "style.sweep"  # its cursor holds when the TTLs were last applied to every user (epoch ms)
+SWEEP_MS: Final = 86_400_000
 BATCH: Final = 500
 MAX_BATCHES: Final = 20  # per pass; the rest waits for the next one
 LEASE_MS: Final = 120_000
@@ -46,6 +48,7 @@ class PassReport:
     owners: set[str] = field(default_factory=set)
     cursor: int = 0
     busy: bool = False
+    swept: int = 0
     seconds: float = 0.0
 
     def as_dict(self) -> dict[str, Any]:
@@ -56,6 +59,7 @@ class PassReport:
             "users": len(self.owners),
             "cursor": self.cursor,
             "busy": self.busy,
+            "swept": self.swept,
             "seconds": round(self.seconds, 3),
         }
 
@@ -74,7 +78,8 @@ class Learner:
         """One pass; `busy` when another process holds the lease."""
         started, report = time.monotonic(), PassReport()
         if not self.store.read(self._pending):
-            return report  # nothing new: no lease, no write
+            report.swept = self.sweep()
+            return report  # nothing new: no lease, and a write at most once a day
         if not self.store.write(lambda w: jobs.acquire(w, JOB, holder, now_ms(), LEASE_MS)):
             report.busy = True
             return report
@@ -86,6 +91,26 @@ class Learner:
             self.store.write(lambda w: jobs.release(w, JOB, holder))
         report.seconds = time.monotonic() - started
         return report
+
+    def sweep(self, now: int | None = None) -> int:
+        """The TTLs for every user, once a day: with no new message no batch runs them, and a habit the user
+        stopped showing must still archive (reads never change the capsule). Users whose capsule changed."""
+        now = now_ms() if now is None else now
+        if now - self.store.read(lambda r: jobs.cursor(r, SWEEP)) < SWEEP_MS:
+            return 0
+
+        def write(w: Writer) -> int:
+            if now - jobs.cursor(w, SWEEP) < SWEEP_MS:
+                return 0  # another process swept meanwhile
+            changed = 0
+            for (owner,) in w.tuples("SELECT owner FROM style_state"):
+                before = rows.state(w, str(owner))["revision"]
+                rows.cleanup(w, str(owner), now)
+                changed += capsule.refresh(w, str(owner), now) != before
+            jobs.set_cursor(w, SWEEP, now)
+            return changed
+
+        return self.store.write(write)
 
     def _pending(self, r: Reader) -> bool:
         return (
