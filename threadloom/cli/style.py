@@ -42,8 +42,8 @@ def show(
 def habits(
     status: Annotated[str | None, typer.Option(help="candidate, active or archived.")] = None,
 ) -> None:
-    """Every habit learned, with its id, status, sightings and sessions."""
-    run_in_session(lambda rt, prov: StyleMemory(rt.store, rt.scrubber).habits(prov, "all", status, 500))
+    """Every habit learned, with its id, status, sightings and sessions (under THREADLOOM_EGRESS, like `show`)."""
+    run_in_session(lambda rt, prov: StyleMemory(rt.store, rt.scrubber).habits(prov, rt.settings.egress, status, 500))
 
 
 @style_app.command()
