@@ -29,7 +29,8 @@ from threadloom.memory.model import (
 )
 from threadloom.portable import format as f
 from threadloom.portable.registry import Context
-from threadloom.store import documents, memories
+from threadloom.search.engine import SearchEngine
+from threadloom.store import memories
 from threadloom.store.base import Reader, Row, Writer
 
 _BATCH = 1000
@@ -201,9 +202,9 @@ class Memories:
                     superseded_by=ctx.ids.get(successor, successor) if successor else None,
                     pinned=int(rec["pinned"]),
                 )
-                memory = memories.get(w, memory_id)
-                assert memory is not None
-                documents.upsert(w, memory_document(memory), ctx.now)
+        if w is not None:  # indexed together: term counts once per distinct stem (SearchEngine.index_many)
+            found = memories.get_many(w, [memory_id for memory_id, _ in added])
+            SearchEngine.index_many(w, [memory_document(found[memory_id]) for memory_id, _ in added])
         for item in (i for i in items if i.record["type"] == "edge"):
             ends = [self._end(r, ctx, item, item.record[end]) for end in ("source", "target")]
             if ends[0] == ends[1]:
