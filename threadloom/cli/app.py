@@ -97,6 +97,7 @@ def _register_groups() -> None:
     from threadloom.cli.backup import backup_app
     from threadloom.cli.brief import brief
     from threadloom.cli.check import check
+    from threadloom.cli.curate import register as register_curation
     from threadloom.cli.daemon import daemon_app
     from threadloom.cli.doctor import doctor
     from threadloom.cli.forget import forget
@@ -120,6 +121,7 @@ def _register_groups() -> None:
     app.add_typer(thread_app, name="thread")
     app.add_typer(http_app, name="http")
     app.add_typer(ingest_app, name="ingest")
+    register_curation(learn_app)  # learn curate|snapshots|restore|insights
     app.add_typer(learn_app, name="learn")
     app.add_typer(skills_app, name="skills")
     app.add_typer(user_app, name="user")

@@ -23,7 +23,7 @@ import secrets
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import numpy as np
 
@@ -39,6 +39,9 @@ from threadloom.search.embedder import Embedder
 from threadloom.store import jobs
 from threadloom.store.base import Reader, Writer
 from threadloom.threads.repository import Repository
+
+if TYPE_CHECKING:
+    from threadloom.runtime import Runtime
 
 JOB: Final = "learning.curate"
 LEASE_MS: Final = 15 * 60_000
@@ -203,6 +206,15 @@ class Curator:
         name = f"{_stamp(report['at'])}.md"
         Repository(folder).write_text(name, render(report))
         return folder / name
+
+
+def for_runtime(runtime: Runtime, library: Library) -> Curator:
+    """The curator with the settings' budget, staleness and retention, and the loaded embedder if any."""
+    s = runtime.settings
+    return Curator(
+        library, s.layout.home / "curator", delete_budget=s.learn_curate_delete_budget, stale_days=s.learn_stale_days,
+        retention_days=s.learn_retention_days, embedder=runtime.search.embedder,
+    )  # fmt: skip
 
 
 def render(report: dict[str, Any]) -> str:
