@@ -65,6 +65,18 @@ def test_a_habit_activates_after_two_sightings_in_two_sessions_only(store: Sqlit
     assert '"tiny but mighty"' in capsule["text"] and "tiny but mighty, ship it" in capsule["text"]
 
 
+def test_a_hint_and_the_transcript_of_one_conversation_do_not_pass_the_gate_together(store: SqliteStore) -> None:
+    memory, at = StyleMemory(store), now_ms() - 1000
+    memory.hint(ANA_1, [{"kind": "catchphrase", "text": "ship it"}])  # the host saw it in this conversation
+    add_message(store, "ana", "claude-code", "c1", "k1", "ok ship it", at)  # and its transcript has it too
+    Learner(store).run("test")
+    (habit,) = memory.habits(ANA_1, "all")["habits"]
+    assert habit["sessions"] == 2 and habit["status"] == "candidate"  # two keys, one conversation
+    add_message(store, "ana", "claude-code", "c2", "k2", "ship it again", at + 1)  # a second conversation
+    Learner(store).run("test")
+    assert memory.habits(ANA_1, "all")["habits"][0]["status"] == "active"
+
+
 def test_the_revision_moves_with_the_content_only_and_answers_ack_or_delta(store: SqliteStore) -> None:
     memory = StyleMemory(store)
     memory.hint(ANA_1, [IDIOLECT])

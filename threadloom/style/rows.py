@@ -94,7 +94,9 @@ def observe(w: Writer, owner: str, obs: Observation, count: int = 1) -> str | No
         return None
     seen, sessions = int(row["seen"]) + count, int(row["sessions"]) + int(sighted["before"] == 0)
     status = row["status"]
-    if status != "active" and (bool(row["pinned"]) or (seen >= GATE_OBSERVATIONS and sessions >= GATE_SESSIONS)):
+    if status != "active" and (
+        bool(row["pinned"]) or (seen >= GATE_OBSERVATIONS and gate_sessions(w, hid) >= GATE_SESSIONS)
+    ):
         status = "active"
     w.execute(
         "UPDATE style_habits SET seen = :seen, sessions = :ss, status = :st, last_at = MAX(last_at, :at), "
@@ -103,6 +105,20 @@ def observe(w: Writer, owner: str, obs: Observation, count: int = 1) -> str | No
         {"seen": seen, "ss": sessions, "st": status, "at": obs.at, "ex": obs.example, "id": hid},
     )
     return str(status)
+
+
+def gate_sessions(r: Reader, hid: str) -> int:
+    """The sessions the gate counts: those of one channel, transcripts or hints. A host's hint and the
+    transcript of the same conversation carry different session keys, so counting both would let one
+    conversation pass the gate alone."""
+    row = r.one(
+        "SELECT COALESCE(SUM(hinted), 0) AS hinted, COUNT(*) AS rows FROM style_observations WHERE habit_id = :h",
+        {"h": hid},
+    )
+    if row is None:
+        return 0
+    hinted = int(row["hinted"])
+    return max(hinted, int(row["rows"]) - hinted)
 
 
 def habits(r: Reader, owner: str, statuses: tuple[str, ...], limit: int) -> list[Habit]:
