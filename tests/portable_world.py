@@ -11,6 +11,7 @@ from threadloom.identity import Provenance
 from threadloom.memory.model import Link, NewMemory
 from threadloom.runtime import Runtime, open_runtime
 from threadloom.sessions import SessionInfo
+from threadloom.style import StyleMemory
 from threadloom.usermodel import UserModel
 
 BOB_SECRET = "bobsprivatewombat"  # in every one of bob's items; never in alice's export
@@ -60,6 +61,10 @@ def build(tmp: Path) -> World:
     claim = model.claim(alice, "prefers small pull requests", "workflow", statement="keep PRs small")["claim"]["id"]
     model.add_evidence(alice, claim, "support", "memory", first)
     model.claim(bob, f"bob likes {BOB_SECRET}", "other", statement=f"I like {BOB_SECRET}")
+    style = StyleMemory(rt.store)
+    style.hint(alice, [{"kind": "catchphrase", "text": "righto then", "example": "righto then, ship it"}])
+    style.hint(alice, [], profile=["plan first, then implement"])
+    style.hint(bob, [{"kind": "catchphrase", "text": BOB_SECRET, "example": f"{BOB_SECRET} again"}])
     return World(rt, alice, bob, repo)
 
 

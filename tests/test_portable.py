@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.portable_world import BOB_SECRET, World, build, runtime
+from tests.portable_world import BOB_SECRET, World, build, runtime, session
 from threadloom.portable.export import export_to
 from threadloom.portable.importer import import_from
 from threadloom.runtime import Runtime
 from threadloom.scrub import Scrubber
+from threadloom.style import StyleMemory
 
 SCRUB = Scrubber(True)
 
@@ -35,9 +36,10 @@ def rows(rt: Runtime, table: str) -> int:
 
 def test_export_holds_the_callers_items_and_nobody_elses(world: World, tmp_path: Path) -> None:
     done = export_to(world.rt.store, "alice", tmp_path / "out")
-    assert done.counts == {"memories": 5 + 2, "notes": 2, "claims": 1}  # 4 stored + the amend, 2 edges
+    # 4 stored + the amend and 2 edges; a note and a quote; a claim; a habit and a profile item
+    assert done.counts == {"memories": 5 + 2, "notes": 2, "claims": 1, "style": 2}
     data = files(tmp_path / "out")
-    assert set(data) == {f"{k}.{x}" for k in ("memories", "notes", "claims") for x in ("jsonl", "md")}
+    assert set(data) == {f"{k}.{x}" for k in ("memories", "notes", "claims", "style") for x in ("jsonl", "md")}
     assert all(BOB_SECRET.encode() not in blob for blob in data.values())
     assert b"deploys go out on Wednesdays" in data["memories.jsonl"]
     assert b'"format":"threadloom-export"' in data["memories.jsonl"].splitlines()[0]
@@ -53,11 +55,16 @@ def test_round_trip_into_a_fresh_store_gives_the_same_bytes(world: World, tmp_pa
         done = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one")
         assert done.counts["memories_added"] == 5 and done.counts["edges_added"] == 2
         assert done.counts["notes_added"] == 2 and done.counts["claims_added"] == 1
+        assert done.counts["style_added"] == 2
         export_to(fresh.store, "alice", tmp_path / "two")
         assert files(tmp_path / "one") == files(tmp_path / "two")
         # Imported memories are searchable: their documents were written with them.
         hits = fresh.store.read(lambda r: r.scalar("SELECT COUNT(*) FROM documents WHERE kind = 'memory'"))
         assert hits == 5
+        # The style capsule moved with the import, as after any style write.
+        alice = session(fresh, "alice", world.repo)
+        view = StyleMemory(fresh.store).view(alice, None, "all")
+        assert view["revision"] == 1 and "plan, then implement" in view["text"]
     finally:
         fresh.close()
 
@@ -68,12 +75,13 @@ def test_importing_twice_changes_nothing(world: World, tmp_path: Path) -> None:
     try:
         import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one")
         tables = ("memories", "memory_edges", "thread_notes", "user_claims", "user_evidence", "documents")
+        tables += ("style_habits", "style_profile", "style_revisions")
         before = {t: rows(fresh, t) for t in tables}
         again = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one")
         assert {t: rows(fresh, t) for t in tables} == before
         assert again.counts["memories_added"] == again.counts["edges_added"] == 0
         assert again.counts["memories_merged"] == 5 and again.counts["edges_present"] == 2
-        assert again.counts["notes_added"] == again.counts["claims_added"] == 0
+        assert again.counts["notes_added"] == again.counts["claims_added"] == again.counts["style_added"] == 0
     finally:
         fresh.close()
 

@@ -228,3 +228,18 @@ def test_the_cli_exports_and_imports_with_a_dry_run(tmp_path: Path) -> None:
     assert (tmp_path / "dave" / "memories.jsonl").read_text().count("\n") == 1 and nobody.returncode == 0
     bad = cli(other, "import", str(tmp_path / "nowhere"))
     assert bad.returncode == 2 and "does not exist" in bad.stderr
+
+
+def test_style_text_passes_the_same_guard_as_a_hint(fresh: Runtime, tmp_path: Path) -> None:
+    habit = {
+        "type": "habit", "kind": "catchphrase", "key": "my name is ana", "text": "my name is Ana", "locale": "",
+        "origin": "hint", "status": "active", "pinned": False, "seen": 2, "sessions": 2, "example": None,
+        "vendor": "claude", "first_at": 1, "last_at": 2, "activated_at": 2,
+    }  # fmt: skip
+    with pytest.raises(InvalidInput, match="refused, it would store a name"):
+        import_from(fresh.store, "alice", "", SCRUB, write(tmp_path / "st", "style", [habit]))
+    ok = habit | {"key": "righto", "text": "righto"}
+    assert import_from(fresh.store, "alice", "", SCRUB, write(tmp_path / "ok", "style", [ok])).counts == {
+        "style_added": 1,
+        "style_present": 0,
+    }

@@ -25,7 +25,7 @@ def export(
         Path | None, typer.Option("--out", help="A new or empty folder (default: threadloom-export-<date>).")
     ] = None,
     kinds: Annotated[
-        list[str] | None, typer.Option("--kinds", help="Only these kinds, repeatable: memories, notes, claims.")
+        list[str] | None, typer.Option("--kinds", help="Only these kinds, repeatable: memories, notes, claims, style.")
     ] = None,
 ) -> None:
     """Export everything you (THREADLOOM_USER) own, as JSONL (one file per kind) plus Markdown to read.

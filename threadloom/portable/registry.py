@@ -55,6 +55,7 @@ def kinds() -> dict[str, Kind]:
     from threadloom.portable.claims import CLAIMS
     from threadloom.portable.memories import MEMORIES
     from threadloom.portable.notes import NOTES
+    from threadloom.portable.style import STYLE
 
     # Import order: memories first (claims' evidence names them).
-    return {k.name: k for k in (MEMORIES, NOTES, CLAIMS)}
+    return {k.name: k for k in (MEMORIES, NOTES, CLAIMS, STYLE)}
