@@ -236,3 +236,19 @@ def test_the_day_summary_lists_quotes_as_the_policy_allows(world: World, reader:
     assert lines == ([withheld_line(policy, reader, {"quotes": held})] if held else [])
     assert not any(q in DaySummary(world.runtime.store, policy).summary(world.reader(reader, "bob"))["text"]
                    for q in QUOTE.values())  # fmt: skip
+
+
+def test_the_query_scope_finds_claims_by_word_start_and_in_chinese(tmp_path: Path) -> None:
+    made = build(tmp_path, "all")
+    try:
+        claude = made.reader("claude")
+        validated(UserModel(made.runtime.store), claude, "喜欢先写测试再写代码")
+        chinese = render_brief(made.runtime, claude, scope="query", query="这个功能的测试怎么写").text
+        stems = render_brief(made.runtime, made.reader("codex"), scope="query", query="rebase the branch?").text
+        nothing = render_brief(made.runtime, made.reader("gemini"), scope="query", query="?? a").text
+    finally:
+        made.runtime.close()
+    assert "喜欢先写测试再写代码" in chinese and CLAIM["claude"] not in chinese
+    assert CLAIM["claude"] in stems and CLAIM["codex"] in stems  # "rebase" meets "rebasing", "branch" "branches"
+    assert stems.index(CLAIM["claude"]) < stems.index(CLAIM["codex"])  # two words shared before one
+    assert not any(claim in nothing for claim in CLAIM.values())

@@ -62,7 +62,7 @@ async def main():
                                    env=dict(os.environ))
     out = {}
     async with Client(params, mode="legacy") as client:
-        for name, args in (("status", {}), ("brief", {"budget": 4000}), ("memory_recall", {"query": "rollback plan"}),
+        for name, args in (("brief", {"budget": 4000}), ("memory_recall", {"query": "rollback plan"}),
                            ("user_synthesis", {})):
             result = await client.call_tool(name, args)
             out[name] = result.structured_content or {"error": [getattr(c, "text", "") for c in result.content]}
@@ -146,7 +146,14 @@ def run_children(home: Path, repo: Path, bin_dir: Path, out: Path, policy: str, 
             wait_for(lambda t=task: spawner.status(t)["status"] not in ("starting", "running"), 120, f"{agent} child")
             status = spawner.status(task)
             assert status["exit_code"] == 0, (agent, status, Path(status["log_path"]).read_text()[-2000:])
-        return {agent: json.loads((out / f"{task}.json").read_text()) for agent, task in tasks.items()}
+        answers = {agent: json.loads((out / f"{task}.json").read_text()) for agent, task in tasks.items()}
+        for agent, task in tasks.items():  # whose session the child's server opened: its vendor and user
+            row = store.read(
+                lambda r, t=task: r.one("SELECT vendor, user FROM sessions WHERE id = :id", {"id": t + "-1"})
+            )
+            assert row is not None, agent
+            answers[agent]["session"] = dict(row)
+        return answers
     finally:
         store.close()
 
@@ -160,7 +167,7 @@ def test_a_child_gets_what_the_policy_allows_its_own_vendor(world: tuple[Path, P
     home, repo, bin_dir, out = world
     answers = run_children(home, repo, bin_dir, out, policy, "ana")
     for agent, answer in answers.items():
-        assert answer["status"]["session"]["vendor"] == agent  # the child's own, not its parent's claude
+        assert answer["session"]["vendor"] == agent  # the child's own, not its parent's claude
         allowed = EXPECTED[(policy, agent)]
         brief, resource = answer["brief"]["text"], answer["resource"]
         recalled = everything(answer["memory_recall"])
@@ -189,7 +196,7 @@ def test_a_second_users_child_gets_none_of_the_first_users_personal_memory(
     answers = run_children(home, repo, bin_dir, out, "all", "bob")
     for agent, answer in answers.items():
         said = everything(answer)
-        assert answer["status"]["session"]["user"] == "bob", agent
+        assert answer["session"]["user"] == "bob", agent
         for text in (*CLAIM.values(), *QUOTE.values()):
             assert text not in said, (agent, text)
         assert "egress policy=" not in said

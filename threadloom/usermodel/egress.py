@@ -40,6 +40,13 @@ def allows(policy: str, recorded_by: str, reader: str) -> bool:
     return made is not None and made == company(reader)
 
 
+def allowed_vendors(policy: str, reader: str) -> tuple[str, ...] | None:
+    """The vendors whose items `allows` lets reach `reader`, for a query: None for every vendor, () for none."""
+    if policy == "all":
+        return None
+    return tuple(v for v in COMPANY if allows(policy, v, reader))
+
+
 def withheld_line(policy: str, reader: str, counts: dict[str, int]) -> str | None:
     """The one line that says what was held back (`counts`: per kind, e.g. {"claims": 3}); None if nothing."""
     held = [f"{n} {kind}" for kind, n in counts.items() if n > 0]

@@ -10,7 +10,7 @@ from threadloom.search.model import Viewer
 from threadloom.store.base import Reader, Row, Writer
 from threadloom.store.sql import placeholders
 from threadloom.store.visibility import claims_sql, visibility_sql
-from threadloom.usermodel.confidence import PRIOR_CONTRADICT, PRIOR_SUPPORT, confidence
+from threadloom.usermodel.confidence import LOW, PRIOR_CONTRADICT, PRIOR_SUPPORT, confidence
 from threadloom.usermodel.model import Claim, Evidence, Transition
 
 # A claim as it stood at :as_of (bi-temporal, as memories: store/visibility.py). Recorded by then and valid
@@ -61,11 +61,13 @@ def claims(
     tiers: Sequence[str] = (),
     vendors: Sequence[str] | None = None,
     limit: int | None = None,
+    containing: Sequence[str] = (),
 ) -> list[Claim]:
     """The viewer's claims: current ones (or those believed at `as_of`, as they stood then), optionally only
-    `ids`, of one `domain`, in `tiers`, recorded by sessions of `vendors`; most confident first."""
+    `ids`, of one `domain`, in `tiers`, recorded by sessions of `vendors`, whose text or domain contains one of
+    `containing` (lower-case); most confident first."""
     where, params = claims_sql(viewer)
-    clauses = [where]
+    clauses = [where, *_containing(containing, params)]
     columns = "c.*"
     if as_of is not None:
         clauses.append(_BELIEVED_THEN)
@@ -103,6 +105,28 @@ def claims(
         found = [c for c in found if c.tier in tiers]
     found.sort(key=lambda c: (-c.confidence, c.domain, c.created_at))
     return found[:limit] if limit is not None else found
+
+
+def count_withheld(r: Reader, viewer: Viewer, vendors: Sequence[str], containing: Sequence[str] = ()) -> int:
+    """How many current validated claims of at least medium confidence were recorded by sessions of vendors
+    other than `vendors` (what the egress policy keeps back), among those containing one of `containing`."""
+    where, params = claims_sql(viewer)
+    keys, named = placeholders("c_vendor", list(vendors) or [""])
+    prior = PRIOR_SUPPORT + PRIOR_CONTRADICT
+    clauses = [where, *_containing(containing, params), f"c.vendor NOT IN ({keys})", "c.superseded_by IS NULL"]
+    medium = f"(c.support + {PRIOR_SUPPORT}) / (c.support + c.contradict + {prior}) >= :c_low"  # confidence()
+    clauses += ["c.tier = 'validated'", medium]
+    sql = f"SELECT count(*) FROM user_claims c WHERE {' AND '.join(clauses)}"
+    return int(r.scalar(sql, params | named | {"c_low": LOW}))
+
+
+def _containing(words: Sequence[str], params: dict[str, Any]) -> list[str]:
+    if not words:
+        return []
+    keys, named = placeholders("c_word", list(words))
+    params.update(named)
+    either = [f"instr(lower(c.text), {k}) > 0 OR instr(c.domain, {k}) = 1" for k in keys.split(", ")]
+    return ["(" + " OR ".join(either) + ")"]
 
 
 def claim_row(r: Reader, viewer: Viewer, claim_id: str) -> Row | None:

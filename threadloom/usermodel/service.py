@@ -8,6 +8,7 @@ checked before the transaction; text is scrubbed of secrets like every other wri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from threadloom.search.model import Viewer
 from threadloom.store.base import Reader, Store, Writer
 from threadloom.usermodel import rows
 from threadloom.usermodel.confidence import LOW, band, effective_weight, next_tier
-from threadloom.usermodel.egress import allows, withheld_line
+from threadloom.usermodel.egress import allowed_vendors, allows, withheld_line
 from threadloom.usermodel.model import (
     MAX_EVIDENCE_SHOWN,
     Claim,
@@ -242,11 +243,19 @@ class UserModel:
         found = self.store.read(lambda r: rows.claims(r, viewer, tiers=("validated",), limit=limit))
         return [c for c in found if c.confidence >= LOW]
 
-    def validated_for(self, prov: Provenance) -> tuple[list[Claim], list[Claim]]:
-        """The validated claims the egress policy lets reach `prov`'s model, and those it keeps from it."""
-        found = self.validated(prov.viewer())
-        kept = [c for c in found if allows(self.egress, c.vendor, prov.vendor)]
-        return kept, [c for c in found if not allows(self.egress, c.vendor, prov.vendor)]
+    def validated_for(
+        self, prov: Provenance, limit: int | None = None, containing: Sequence[str] = ()
+    ) -> tuple[list[Claim], int]:
+        """The validated claims (of at least medium confidence, containing one of `containing` when given) the
+        egress policy lets reach `prov`'s model, most confident first, and how many it keeps from it."""
+        viewer, vendors = prov.viewer(), allowed_vendors(self.egress, prov.vendor)
+
+        def read(r: Reader) -> tuple[list[Claim], int]:
+            found = rows.claims(r, viewer, tiers=("validated",), vendors=vendors, limit=limit, containing=containing)
+            held = 0 if vendors is None else rows.count_withheld(r, viewer, vendors, containing)
+            return [c for c in found if c.confidence >= LOW], held
+
+        return self.store.read(read)
 
     # -- the egress policy ----------------------------------------------------------------------------
 

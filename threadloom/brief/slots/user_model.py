@@ -20,30 +20,33 @@ STEM: Final = 5  # "testing" and "tests" meet at "testi"/"tests": a shared 5-let
 _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
 
-def _words(text: str) -> set[str]:
-    """A text's content words, cut to STEM letters; a run of CJK characters as its character pairs (no
-    spaces between words there)."""
+def words(query: str) -> list[str]:
+    """The query's content words as the claims are searched for them: cut to STEM letters (at least 3), a run
+    of CJK characters as its character pairs (no spaces between words there)."""
     out: set[str] = set()
-    for term in analyse(text).terms:
+    for term in analyse(query).terms:
         if _CJK.search(term):
             out.update(term[i : i + 2] for i in range(max(1, len(term) - 1)))
-        else:
+        elif len(term) >= 3:
             out.add(term[:STEM])
-    return out
+    return sorted(out)
 
 
-def relevant(claims: list[Claim], query: str) -> list[Claim]:
-    """The claims that share words with the query (its domain counts as a word), most shared first."""
-    asked = _words(query)
-    scored = [(len(asked & (_words(c.text) | {c.domain[:STEM]})), c) for c in claims]
-    return [c for n, c in sorted(scored, key=lambda x: -x[0]) if n > 0]  # sorted is stable: confidence next
+def ranked(claims: list[Claim], asked: list[str]) -> list[Claim]:
+    """Most query words first (a claim's domain counts as a word); sorted is stable: confidence next."""
+    return sorted(claims, key=lambda c: -sum(1 for w in asked if w in c.text.lower() or c.domain.startswith(w)))
 
 
 def build(ask: Ask) -> Section | None:
     model = UserModel(ask.runtime.store, egress=ask.runtime.settings.egress)
-    found, held = model.validated_for(ask.provenance)
-    if ask.scope == "query":  # what was withheld is counted among what the query would have shown
-        found, held = relevant(found, ask.query or ""), relevant(held, ask.query or "")
+    if ask.scope == "query":  # claims that share a word with the query; what was withheld counted among those
+        asked = words(ask.query or "")
+        if not asked:
+            return None
+        found, held = model.validated_for(ask.provenance, containing=asked)
+        found = ranked(found, asked)
+    else:
+        found, held = model.validated_for(ask.provenance, LIMIT)
     items = tuple(
         Item(f"- [{c.domain}] {one_line(c.text, ITEM_CHARS)} ({c.id}, {c.confidence:.2f})", f"claim:{c.id}")
         for c in found[:LIMIT]
@@ -54,7 +57,7 @@ def build(ask: Ask) -> Section | None:
         title="about the user (validated)",
         items=items,
         get_with="user_synthesis() (toolset user_model)",
-        withheld=(("claims", len(held)),) if held else (),
+        withheld=(("claims", held),) if held else (),
     )
 
 
