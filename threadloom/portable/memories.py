@@ -193,14 +193,13 @@ class Memories:
         for memory_id, item in added:
             rec = item.record
             successor = rec["superseded_by"]
-            if w is not None:
+            if w is not None and (rec["status"] != "active" or rec["valid_to"] is not None or successor):
                 memories.update(
                     w,
                     memory_id,
                     status=rec["status"],
                     valid_to=rec["valid_to"],
                     superseded_by=ctx.ids.get(successor, successor) if successor else None,
-                    pinned=int(rec["pinned"]),
                 )
         if w is not None:  # indexed together: term counts once per distinct stem (SearchEngine.index_many)
             found = memories.get_many(w, [memory_id for memory_id, _ in added])
