@@ -252,3 +252,11 @@ def test_the_query_scope_finds_claims_by_word_start_and_in_chinese(tmp_path: Pat
     assert CLAIM["claude"] in stems and CLAIM["codex"] in stems  # "rebase" meets "rebasing", "branch" "branches"
     assert stems.index(CLAIM["claude"]) < stems.index(CLAIM["codex"])  # two words shared before one
     assert not any(claim in nothing for claim in CLAIM.values())
+
+
+def test_a_huge_query_is_cut_to_a_few_words() -> None:
+    from threadloom.brief.slots.user_model import MAX_WORDS, words
+
+    assert len(words("测试" * 1000)) <= MAX_WORDS and len(words(" ".join(f"word{i}" for i in range(500)))) <= MAX_WORDS
+    assert words("Rebasing branches, 测试") == ["rebas", "branc", "测试"]
+    assert words("") == [] and words("a an the ??") == []

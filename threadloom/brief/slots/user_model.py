@@ -16,6 +16,7 @@ from threadloom.usermodel.model import Claim
 
 LIMIT = 8
 ITEM_CHARS = 200
+MAX_WORDS: Final = 48  # a 2,000-character query in Chinese is one term of ~2,000 character pairs
 STEM: Final = 5  # "testing" and "tests" meet at "testi"/"tests": a shared 5-letter start is the same word here
 _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 
@@ -23,13 +24,13 @@ _CJK: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 def words(query: str) -> list[str]:
     """The query's content words as the claims are searched for them: cut to STEM letters (at least 3), a run
     of CJK characters as its character pairs (no spaces between words there)."""
-    out: set[str] = set()
+    out: dict[str, None] = {}  # in the query's order, so the cut keeps its start
     for term in analyse(query).terms:
         if _CJK.search(term):
-            out.update(term[i : i + 2] for i in range(max(1, len(term) - 1)))
+            out.update(dict.fromkeys(term[i : i + 2] for i in range(max(1, len(term) - 1))))
         elif len(term) >= 3:
-            out.add(term[:STEM])
-    return sorted(out)
+            out[term[:STEM]] = None
+    return list(out)[:MAX_WORDS]
 
 
 def ranked(claims: list[Claim], asked: list[str]) -> list[Claim]:
