@@ -48,7 +48,7 @@ def habits(
 
 @style_app.command()
 def learn() -> None:
-    """Learn from the user messages ingested since the last pass now (the daemon does it every minute)."""
+    """Learn from the user messages ingested since the last pass now (the daemon does it after each transcript poll)."""
     run_in_session(lambda rt, _prov: Learner(rt.store, rt.scrubber).run(f"cli:{os.getpid()}").as_dict())
 
 
