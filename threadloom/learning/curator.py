@@ -81,11 +81,16 @@ class Curator:
         try:
             report = self._pass(owner, dry_run, started)
             report["seconds"] = round(time.perf_counter() - began, 3)
-            outcome = {k: report[k] for k in ("counts", "done", "snapshot", "report")}
-            self.store.write(lambda w: jobs.record_run(w, name, started, now_ms(), dry_run, outcome))
+            if not dry_run:  # status tells what the last pass did; a dry run did nothing
+                outcome = {k: report[k] for k in ("counts", "done", "snapshot", "report")}
+                self.store.write(lambda w: jobs.record_run(w, name, started, now_ms(), False, outcome))
         finally:
             self.store.write(lambda w: jobs.release(w, name, self._holder))
         return report
+
+    def preview(self, owner: str) -> dict[str, Any]:
+        """What a pass would decide now, without the lease and without a record: it changes nothing."""
+        return self._pass(check_user(owner, "the owner"), True, now_ms())
 
     def _pass(self, owner: str, dry_run: bool, now: int) -> dict[str, Any]:
         purged = 0 if dry_run else self.snapshots.purge(owner)

@@ -28,6 +28,7 @@ from threadloom.server.brief_tools import BRIEF_TOOLS, add_brief_views
 from threadloom.server.compact import compact_tool, iso_times
 from threadloom.server.connection import ConnectionState, connection_of
 from threadloom.server.coordination_tools import COORDINATION_TOOLS
+from threadloom.server.curation_tools import CURATION_TOOLS
 from threadloom.server.dialog_tools import DIALOG_TOOLS
 from threadloom.server.forget_tools import FORGET_TOOLS
 from threadloom.server.health_tools import HEALTH_TOOLS
@@ -255,6 +256,7 @@ def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     tools |= {t.name: t for t in USER_MODEL_TOOLS}
     tools |= {t.name: t for t in STYLE_TOOLS}
     tools |= {t.name: t for t in SKILL_TOOLS}
+    tools |= {t.name: t for t in CURATION_TOOLS}
     tools |= {t.name: t for t in HEALTH_TOOLS}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)
