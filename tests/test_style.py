@@ -77,6 +77,23 @@ def test_a_hint_and_the_transcript_of_one_conversation_do_not_pass_the_gate_toge
     assert memory.habits(ANA_1, "all")["habits"][0]["status"] == "active"
 
 
+def test_the_conversations_of_spawned_agents_teach_nothing(store: SqliteStore) -> None:
+    detail = '{"client_session": "child-1", "spawned_by": "parent-1"}'
+    store.write(
+        lambda w: w.execute(
+            "INSERT INTO events (at, kind, session_id, vendor, origin, detail) "
+            "VALUES (:at, 'client.session_started', NULL, 'claude', 'hook', :d)",
+            {"at": now_ms(), "d": detail},
+        )
+    )
+    at = now_ms() - 1000
+    for i, session in enumerate(("child-1", "child-1", "own-1")):
+        add_message(store, "ana", "claude-code", session, f"k{i}", "lgtm, ship it", at + i)
+    report = Learner(store).run("test")
+    assert report.messages == 3 and report.observations == 2  # lgtm and ship it, in the own session only
+    assert {h["sessions"] for h in StyleMemory(store).habits(ANA_1, "all")["habits"]} == {1}
+
+
 def test_the_revision_moves_with_the_content_only_and_answers_ack_or_delta(store: SqliteStore) -> None:
     memory = StyleMemory(store)
     memory.hint(ANA_1, [IDIOLECT])

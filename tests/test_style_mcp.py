@@ -106,3 +106,16 @@ async def test_the_style_tools_are_not_in_the_default_toolset(home: Path) -> Non
         refused = await client.call_tool("style", {})
     assert not names & {"style", "style_hint", "style_manage"}
     assert refused.is_error and "not in this session's toolset" in (refused.structured_content or {})["error"]
+
+
+async def test_a_spawned_agent_cannot_change_the_users_style_memory(home: Path) -> None:
+    env = {"THREADLOOM_USER": "ana", "THREADLOOM_TOOLSET": "user_model", "THREADLOOM_ROOT": str(home)}
+    async with Client(serve_params(home, "--in-process", **env, THREADLOOM_SESSION_ID="parent-1"), mode="legacy") as p:
+        assert structured(await p.call_tool("style", {}))["revision"] == 0  # the parent session exists
+        child_env = env | {"THREADLOOM_PARENT_SESSION": "parent-1"}
+        async with Client(serve_params(home, "--in-process", **child_env), mode="legacy") as child:
+            assert "spawned agent" in await error_of(child, "style_hint", {"hints": [HINT]})
+            assert "spawned agent" in await error_of(child, "style_manage", {"action": "pause"})
+            assert structured(await child.call_tool("style", {}))["mode"] == "capsule"  # reading is allowed
+        assert structured(await p.call_tool("style_hint", {"hints": [HINT]}))["learning"] is True
+    assert counts(home)[0] == 1

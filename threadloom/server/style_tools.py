@@ -9,8 +9,10 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
+from threadloom.errors import InvalidInput
+from threadloom.identity import Provenance
 from threadloom.runtime import Runtime
-from threadloom.server.connection import caller
+from threadloom.server.connection import caller, connection_of
 from threadloom.server.toolsets import ToolDef
 from threadloom.style import StyleMemory
 from threadloom.style.model import KINDS, Kind
@@ -28,6 +30,16 @@ def _memory(runtime: Runtime) -> StyleMemory:
     return StyleMemory(runtime.store, runtime.scrubber)
 
 
+async def _the_user(ctx: Context) -> tuple[Runtime, Provenance]:
+    """The caller of a write, refused when it is an agent threadloom spawned: a child's "user" is the agent
+    that prompted it (the user-model validator among them, which reads untrusted text), never the user."""
+    conn = connection_of(ctx.request_context)
+    info = await conn.ensure_session(ctx.request_context)
+    if info.parent_id is not None:
+        raise InvalidInput("a spawned agent cannot change the user's style memory; only the user's own sessions can")
+    return conn.runtime, info.provenance()
+
+
 async def style_hint(
     ctx: Context,
     hints: Annotated[list[Hint], Field(description="Habits of the user's latest message (<= 8).")] = [],  # noqa: B006
@@ -39,7 +51,7 @@ async def style_hint(
     Never names, addresses, health or personality labels (refused).
 
     Returns {observed: [{kind, text, status}], profile, revision}."""
-    runtime, prov = await caller(ctx)
+    runtime, prov = await _the_user(ctx)
     given = [h.model_dump() for h in hints]
     return await runtime.call(_memory(runtime).hint, prov, given, profile)
 
@@ -70,7 +82,7 @@ async def style_manage(
     """The user's controls over their style memory.
 
     Returns {action, revision, learning}."""
-    runtime, prov = await caller(ctx)
+    runtime, prov = await _the_user(ctx)
     return await runtime.call(_memory(runtime).manage, prov, action, target)
 
 

@@ -5,7 +5,8 @@ midway leaves the cursor where its last whole batch ended, and nothing is counte
 
 Only signals are kept (a habit, a count, a sanitised example of at most 60 characters), never the message.
 Code blocks are not the user's voice and are skipped, as is anything that carries a style capsule back in
-(an agent's own output must not teach style memory to imitate itself).
+(an agent's own output must not teach style memory to imitate itself) and the conversations of agents
+threadloom spawned (their "user" is the agent that prompted them).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from threadloom.clock import now_ms
 from threadloom.scrub.policy import Scrubber
 from threadloom.store import jobs
 from threadloom.store.base import Reader, Store, Writer
+from threadloom.store.transcripts import spawned_client_sessions
 from threadloom.style import capsule, rows
 from threadloom.style.dictionary import extract
 from threadloom.style.guard import refusal, sanitise
@@ -84,8 +86,9 @@ class Learner:
             report.busy = True
             return report
         try:
+            spawned = frozenset(self.store.read(lambda r: spawned_client_sessions(r, 0)))
             for _ in range(max_batches):
-                if self.store.write(lambda w: self._batch(w, batch, report)) < batch:
+                if self.store.write(lambda w: self._batch(w, batch, report, spawned)) < batch:
                     break
         finally:
             self.store.write(lambda w: jobs.release(w, JOB, holder))
@@ -121,7 +124,7 @@ class Learner:
             is not None
         )
 
-    def _batch(self, w: Writer, size: int, report: PassReport) -> int:
+    def _batch(self, w: Writer, size: int, report: PassReport, spawned: frozenset[str] = frozenset()) -> int:
         start = jobs.cursor(w, JOB)
         found = w.rows(
             "SELECT id, owner, source, session_id, text, at FROM transcript_messages "
@@ -147,8 +150,8 @@ class Learner:
                     )
                 }
             text = m["text"] or ""
-            if not learning[owner] or _CAPSULE_MARK in text:
-                continue
+            if not learning[owner] or _CAPSULE_MARK in text or m["session_id"] in spawned:
+                continue  # paused; an agent's own output; a spawned child's prompts are its parent agent's words
             vendor = VENDOR_OF_SOURCE.get(m["source"], "other")
             for obs in self.observations(m["source"], m["session_id"], text, m["at"] or now, vendor,
                                          with_example[owner]):  # fmt: skip
