@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.portable_world import BOB_SECRET, World, build, runtime, session
+from threadloom.errors import InvalidInput
+from threadloom.learning.library import Library
 from threadloom.portable.export import export_to
 from threadloom.portable.importer import import_from
 from threadloom.runtime import Runtime
@@ -142,5 +144,37 @@ def test_one_kind_alone_exports_and_imports(world: World, tmp_path: Path) -> Non
         }
         found = fresh.store.read(lambda r: r.scalar("SELECT COUNT(*) FROM documents WHERE kind IN ('note', 'quote')"))
         assert found == 2
+    finally:
+        fresh.close()
+
+
+def test_skills_and_lessons_travel_with_their_files_and_merge_by_name(world: World, tmp_path: Path) -> None:
+    lib = Library(world.rt)
+    lib.write_skill("alice", "ship-it", "How we release", "1. tag\n2. push", "person", "cli", {"steps.md": "more"})
+    lib.add_lesson("alice", "never force-push main", "person", "cli")
+    lib.pin("alice", "ship-it")
+    lib.write_skill("bob", "bob-skill", f"bob's {BOB_SECRET}", f"{BOB_SECRET} body", "person", "cli")
+    done = export_to(world.rt.store, "alice", tmp_path / "one", ["skills"], lib)
+    assert done.counts == {"skills": 2}
+    assert BOB_SECRET.encode() not in (tmp_path / "one" / "skills.jsonl").read_bytes()
+    fresh = runtime(tmp_path / "home-b")
+    try:
+        flib = Library(fresh)
+        counts = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one", library=flib).counts
+        assert counts == {"skills_added": 2, "skills_present": 0, "skills_kept": 0}
+        shown = flib.show("alice", "ship-it", mark=False)
+        assert "1. tag" in shown["text"] and shown["pinned"] and shown["references"] == ["steps.md"]
+        assert flib.reference("alice", "ship-it", "steps.md") == "more"
+        again = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one", library=flib).counts
+        assert again == {"skills_added": 0, "skills_present": 2, "skills_kept": 0}
+        export_to(fresh.store, "alice", tmp_path / "two", ["skills"], flib)
+        assert files(tmp_path / "one") == files(tmp_path / "two")
+        # A skill of that name that says something else here stays as it is, and the count says so.
+        flib.write_skill("alice", "ship-it", "How we release", "1. tag only", "person", "cli")
+        kept = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one", library=flib).counts
+        assert kept["skills_kept"] == 1 and "tag only" in flib.show("alice", "ship-it", mark=False)["text"]
+        # Without the library (a bare store), a skills file is no kind this imports.
+        with pytest.raises(InvalidInput, match="no kind this threadloom imports"):
+            import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one")
     finally:
         fresh.close()

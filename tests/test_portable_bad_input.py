@@ -14,6 +14,7 @@ import pytest
 from tests.helpers import cli, new_home
 from tests.portable_world import World, build, runtime
 from threadloom.errors import InvalidInput
+from threadloom.learning.library import Library
 from threadloom.portable import format as f
 from threadloom.portable.export import export_to
 from threadloom.portable.importer import import_from
@@ -243,3 +244,31 @@ def test_style_text_passes_the_same_guard_as_a_hint(fresh: Runtime, tmp_path: Pa
         "style_added": 1,
         "style_present": 0,
     }
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"text": "no front matter"}, "does not start with a front matter"),
+        ({"references": {"../../escape.md": "x"}}, "reference"),
+        ({"name": "other-name"}, "the SKILL.md names"),
+        ({"origin": "root"}, "origin must be one of"),
+    ],
+)
+def test_a_skill_that_is_not_one_is_refused_before_any_file_is_written(
+    fresh: Runtime, tmp_path: Path, changes: dict[str, Any], needle: str
+) -> None:
+    skill = {
+        "kind": "skill", "name": "ship-it", "origin": "person", "source": "cli", "pinned": False,
+        "text": '---\nname: "ship-it"\ndescription: "How we release"\n---\n\n1. tag\n', "references": {},
+    }  # fmt: skip
+    lib = Library(fresh)
+    path = write(tmp_path / "sk", "skills", [skill | changes])
+    with pytest.raises(InvalidInput, match=needle):
+        import_from(fresh.store, "alice", "", SCRUB, path, library=lib)
+    assert lib.listing("alice") == []
+    assert not (fresh.settings.layout.skills / "alice").exists() or not any(
+        (fresh.settings.layout.skills / "alice").iterdir()
+    )
+    ok = write(tmp_path / "ok", "skills", [skill])
+    assert import_from(fresh.store, "alice", "", SCRUB, ok, library=lib).counts["skills_added"] == 1

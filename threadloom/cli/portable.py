@@ -4,7 +4,6 @@ store (threadloom/portable/)."""
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Annotated
@@ -12,33 +11,30 @@ from typing import Annotated
 import typer
 
 from threadloom.cli.app import out, settings
+from threadloom.learning.library import Library
 from threadloom.portable.export import export_to
 from threadloom.portable.format import MAX_FILE_BYTES
 from threadloom.portable.importer import import_from
-from threadloom.runtime import hold_store_lock
-from threadloom.scrub import Scrubber
-from threadloom.store.sqlite import open_store
+from threadloom.runtime import open_runtime
+
+KINDS_HELP = "Only these kinds, repeatable: memories, notes, claims, style, skills."
 
 
 def export(
     out_dir: Annotated[
         Path | None, typer.Option("--out", help="A new or empty folder (default: threadloom-export-<date>).")
     ] = None,
-    kinds: Annotated[
-        list[str] | None, typer.Option("--kinds", help="Only these kinds, repeatable: memories, notes, claims, style.")
-    ] = None,
+    kinds: Annotated[list[str] | None, typer.Option("--kinds", help=KINDS_HELP)] = None,
 ) -> None:
     """Export everything you (THREADLOOM_USER) own, as JSONL (one file per kind) plus Markdown to read.
     Another user's items are never in it."""
     s = settings()
     folder = out_dir or Path(f"threadloom-export-{time.strftime('%Y%m%d-%H%M%S')}")
-    lock = hold_store_lock(s)
-    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    rt = open_runtime(s, "cli")
     try:
-        done = export_to(store, s.user, folder, kinds)
+        done = export_to(rt.store, s.user, folder, kinds, Library(rt))
     finally:
-        store.close()
-        os.close(lock)
+        rt.close()
     total = ", ".join(f"{name} {n:,}" for name, n in done.counts.items())
     out.print(f"exported for {s.user} into {done.folder}: {total}", markup=False, highlight=False)
 
@@ -54,13 +50,13 @@ def import_(
     """Merge an export into this store. Everything imported becomes yours (THREADLOOM_USER), whoever exported
     it; what you already have is not added twice, so importing again changes nothing. All or nothing."""
     s = settings()
-    lock = hold_store_lock(s)
-    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    rt = open_runtime(s, "cli")
     try:
-        done = import_from(store, s.user, s.org, Scrubber(s.scrub_secrets), path, dry_run=dry_run, max_bytes=max_bytes)
+        done = import_from(
+            rt.store, s.user, s.org, rt.scrubber, path, dry_run=dry_run, max_bytes=max_bytes, library=Library(rt)
+        )
     finally:
-        store.close()
-        os.close(lock)
+        rt.close()
     if as_json:
         out.print_json(json.dumps(done.as_dict()))
         return

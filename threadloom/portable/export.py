@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from threadloom.errors import InvalidInput
+from threadloom.learning.library import Library
 from threadloom.portable import format as f
 from threadloom.portable.registry import Kind, kinds
 from threadloom.store.base import Reader, Store
@@ -22,8 +23,8 @@ class Exported:
     files: tuple[str, ...]
 
 
-def choose(names: Sequence[str] | None) -> list[Kind]:
-    known = kinds()
+def choose(names: Sequence[str] | None, library: Library | None = None) -> list[Kind]:
+    known = kinds(library)
     unknown = [n for n in names or () if n not in known]
     if unknown:
         raise InvalidInput(f"unknown kind {unknown[0]!r}; kinds are {', '.join(known)}")
@@ -45,8 +46,11 @@ def prepare(folder: Path) -> Path:
     return folder
 
 
-def export_to(store: Store, user: str, folder: Path, names: Sequence[str] | None = None) -> Exported:
-    chosen = choose(names)
+def export_to(
+    store: Store, user: str, folder: Path, names: Sequence[str] | None = None, library: Library | None = None
+) -> Exported:
+    """`library`: the home's skills and lessons (without it, skills are not a kind)."""
+    chosen = choose(names, library)
     folder = prepare(folder.absolute())
 
     def run(r: Reader) -> dict[str, int]:

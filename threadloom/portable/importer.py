@@ -15,8 +15,9 @@ from typing import Any
 
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
+from threadloom.learning.library import Library
 from threadloom.portable import format as f
-from threadloom.portable.registry import Context, Kind, kinds
+from threadloom.portable.registry import Context, Deferred, Kind, kinds
 from threadloom.scrub import Scrubber
 from threadloom.store.base import Reader, Store, Writer
 
@@ -32,11 +33,11 @@ class Imported:
         return {"user": self.user, "dry_run": self.dry_run, "files": list(self.files), "counts": self.counts}
 
 
-def files_of(path: Path) -> list[tuple[Kind, Path]]:
+def files_of(path: Path, library: Library | None = None) -> list[tuple[Kind, Path]]:
     """The kinds' files at `path` (one `<kind>.jsonl`, or a folder of them), in import order. Links are
     refused, at the path and inside the folder; Markdown is for people and never read back."""
     info = f.refuse_link(path)
-    known = kinds()
+    known = kinds(library)
     if stat.S_ISDIR(info.st_mode):
         found = {p.name for p in path.iterdir() if p.name.endswith(".jsonl") and not p.name.startswith(".")}
         unknown = sorted(n for n in found if n.removesuffix(".jsonl") not in known)
@@ -64,17 +65,25 @@ def import_from(
     *,
     dry_run: bool = False,
     max_bytes: int = f.MAX_FILE_BYTES,
+    library: Library | None = None,
 ) -> Imported:
-    chosen = files_of(path.absolute())
+    """`library`: the home's skills and lessons (without it, a skills file is no kind this imports)."""
+    chosen = files_of(path.absolute(), library)
     parsed = [(kind, [kind.parse(line) for line in f.read_lines(file, kind.name, max_bytes)]) for kind, file in chosen]
     now = now_ms()
 
+    contexts: list[Context] = []
+
     def merge(r: Reader, w: Writer | None) -> dict[str, int]:
         ctx = Context(user=user, org=org or user, scrubber=scrubber, now=now)  # fresh on a retried transaction
+        contexts.append(ctx)
         counts: dict[str, int] = {}
         for kind, items in parsed:
             counts |= kind.merge(r, w, ctx, items)
         return counts
 
     counts = store.read(lambda r: merge(r, None)) if dry_run else store.write(lambda w: merge(w, w))
+    for kind, items in parsed:
+        if isinstance(kind, Deferred) and not dry_run:
+            kind.after(contexts[-1], items)
     return Imported(user, dry_run, tuple(file.name for _, file in chosen), counts)

@@ -5,11 +5,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from threadloom.portable.format import Line
 from threadloom.scrub import Scrubber
 from threadloom.store.base import Reader, Writer
+
+if TYPE_CHECKING:
+    from threadloom.learning.library import Library
 
 
 @dataclass
@@ -51,11 +54,22 @@ class Kind(Protocol):
         ...
 
 
-def kinds() -> dict[str, Kind]:
+@runtime_checkable
+class Deferred(Protocol):
+    """A kind whose writes go through a service that keeps files beside rows (skills): `merge` only checks
+    and counts, and `after` writes, once the import's transaction has committed."""
+
+    def after(self, ctx: Context, items: list[Any]) -> None: ...
+
+
+def kinds(library: Library | None = None) -> dict[str, Kind]:
+    """Every kind; skills only given the library (the home's files), which a runtime has."""
     from threadloom.portable.claims import CLAIMS
     from threadloom.portable.memories import MEMORIES
     from threadloom.portable.notes import NOTES
+    from threadloom.portable.skills import Skills
     from threadloom.portable.style import STYLE
 
     # Import order: memories first (claims' evidence names them).
-    return {k.name: k for k in (MEMORIES, NOTES, CLAIMS, STYLE)}
+    found: list[Kind] = [MEMORIES, NOTES, CLAIMS, STYLE]
+    return {k.name: k for k in (*found, *([Skills(library)] if library is not None else []))}
