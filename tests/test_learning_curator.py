@@ -11,7 +11,7 @@ import pytest
 from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.errors import InvalidInput, NotFound
-from threadloom.learning.curator import Curator
+from threadloom.learning.curator import Curator, curator_status
 from threadloom.learning.library import Library
 from threadloom.learning.snapshots import Snapshots
 from threadloom.runtime import Runtime, open_runtime
@@ -231,3 +231,15 @@ def test_two_curators_racing_one_user_make_one_pass(runtime: Runtime, lib: Libra
     assert second.run("alice") == {"busy": True}
     runtime.store.write(lambda w: jobs.release(w, "learning.curate:alice", first._holder))
     assert "busy" not in second.run("alice")
+
+
+def test_the_scheduled_pass_runs_once_a_day_per_user_whatever_restarts(runtime: Runtime, lib: Library) -> None:
+    lib.write_skill("alice", "deploy", "How to deploy.", DEPLOY, "loop", "review:1")
+    lib.add_lesson("bob", "Never force-push main.", "person", "cli")
+    first = curator(runtime, lib).run_due()
+    assert sorted(first) == ["alice", "bob"] and all("counts" in r for r in first.values())
+    assert curator(runtime, lib).run_due() == {}  # a new curator (a restarted daemon) finds both done today
+    curator(runtime, lib).run("alice", dry_run=True)  # a dry run is not a pass
+    status = runtime.store.read(lambda r: curator_status(r, "alice", False))
+    assert status["enabled"] is False and status["last_pass"]["dry_run"] is False
+    assert status["last_pass"]["counts"] == {"keep": 1}

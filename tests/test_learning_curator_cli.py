@@ -4,13 +4,16 @@ Claude Code installed: a pass merges two duplicates (the CLI's copies too), rest
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
+from typing import Any
 
-from tests.helpers import cli
+from tests.helpers import PY, cli, env_for, wait_for
 from threadloom.config import Settings
 from threadloom.learning.insights import Insights
 from threadloom.learning.library import Library
 from threadloom.runtime import open_runtime
+from threadloom.store import jobs
 
 DEPLOY = "Deploy with the release script.\n\nRun `make release` from a clean tree, then tag the commit."
 
@@ -72,3 +75,29 @@ def test_insights_export_from_the_command_line(home: Path) -> None:
     again = json.loads(cli(home, "learn", "insights", "--export", "--json", THREADLOOM_USER="alice").stdout)
     assert first["export"]["exported"] == 1 and again["export"]["exported"] == 0
     assert len((home / "insights" / "alice.jsonl").read_text().splitlines()) == 1
+
+
+def test_the_daemon_curates_once_enabled(home: Path, tmp_path: Path) -> None:
+    rt = open_runtime(Settings(home=home, embedder="none"), "cli")
+    try:
+        lib = Library(rt)
+        lib.write_skill("alice", "deploy", "How to deploy.", DEPLOY, "loop", "review:1")
+        lib.write_skill("alice", "deploy-again", "How to deploy.", DEPLOY + "\n\nTag it.", "loop", "review:2")
+    finally:
+        rt.close()
+    env = env_for(home, HOME=str(tmp_path), THREADLOOM_LEARN_CURATE="true")
+    daemon = subprocess.Popen([PY, "-m", "threadloom", "daemon", "run"], env=env, stdin=subprocess.DEVNULL)
+
+    def passed() -> Any:
+        rt = open_runtime(Settings(home=home, embedder="none"), "cli")
+        try:
+            return rt.store.read(lambda r: jobs.last_run(r, "learning.curate:alice"))
+        finally:
+            rt.close()
+
+    try:
+        last = wait_for(passed, timeout=90, what="the daemon's curator pass")
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+    assert last["outcome"]["done"]["merged"] == 1 and last["outcome"]["snapshot"] == "s1"

@@ -25,6 +25,7 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from threadloom import __version__
 from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.daemon import ingest_job, probe_job, protocol, style_job
+from threadloom.daemon.curator_job import keep_curating
 from threadloom.daemon.hook_op import hook_op
 from threadloom.daemon.learning_job import keep_extracting
 from threadloom.daemon.usermodel_job import UserModelJob
@@ -72,6 +73,7 @@ class Daemon:
             ingest = ingest_job.start(self.runtime)  # transcripts: the poll and session-end passes
             tg.start_soon(ingest.run)
             tg.start_soon(keep_extracting, self.runtime)  # learning candidates (THREADLOOM_LEARN_EXTRACT)
+            tg.start_soon(keep_curating, self.runtime)  # skills and lessons reviewed (THREADLOOM_LEARN_CURATE)
             tg.start_soon(UserModelJob(self.runtime).run)  # user-model observation (THREADLOOM_USERMODEL_MINE)
             tg.start_soon(style_job.keep_learning, self.runtime)  # style habits from new user messages
             await self._retire.wait()

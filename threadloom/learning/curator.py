@@ -45,6 +45,7 @@ if TYPE_CHECKING:
 
 JOB: Final = "learning.curate"
 LEASE_MS: Final = 15 * 60_000
+INTERVAL_MS: Final = 86_400_000  # the scheduled pass: once a day per user
 
 
 def job_name(owner: str) -> str:
@@ -87,6 +88,19 @@ class Curator:
         finally:
             self.store.write(lambda w: jobs.release(w, name, self._holder))
         return report
+
+    def run_due(self) -> dict[str, dict[str, Any]]:
+        """The scheduled pass: every user with skills or lessons whose last recorded pass (any process's) is a
+        day old or more; that high-water mark keeps a restarted daemon or a second server from running it
+        again. What each pass found and did, by user."""
+        now = now_ms()
+
+        def due(r: Reader) -> list[str]:
+            owners = [str(row["owner"]) for row in r.rows("SELECT DISTINCT owner FROM learning_entries ORDER BY owner")]
+            last = {o: (jobs.last_run(r, job_name(o)) or {}).get("started_at", 0) for o in owners}
+            return [o for o in owners if now - int(last[o]) >= INTERVAL_MS]
+
+        return {owner: self.run(owner) for owner in self.store.read(due)}
 
     def preview(self, owner: str) -> dict[str, Any]:
         """What a pass would decide now, without the lease and without a record: it changes nothing."""
