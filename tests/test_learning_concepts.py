@@ -120,3 +120,25 @@ def test_a_crash_between_the_file_and_the_mark_does_not_export_twice(runtime: Ru
     path = runtime.settings.layout.home / "insights" / "alice.jsonl"
     assert len(path.read_text().splitlines()) == 1
     assert runtime.store.read(lambda r: r.scalar("SELECT exported_at FROM insights")) is not None
+
+
+def test_an_export_file_linked_out_of_the_folder_is_refused_and_the_vote_stands(
+    runtime: Runtime, tmp_path: Path
+) -> None:
+    ins = insights(runtime, threshold=1)
+    made = ins.distill("alice", "Keep it small.", "s-0")
+    folder = runtime.settings.layout.home / "insights"
+    folder.mkdir(parents=True, exist_ok=True)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("outside\n")
+    (folder / "alice.jsonl").symlink_to(outside)
+    out = ins.vote("alice", made["id"], "s-1", "up")
+    assert out["counted"] is True and out["exported"] == 0 and "symlink" in out["export_error"]
+    assert outside.read_text() == "outside\n"
+    (folder / "alice.jsonl").unlink()
+    assert ins.export("alice")["exported"] == 1  # exported once the file is ours again
+
+
+def test_credentials_in_a_concept_are_scrubbed_before_they_are_stored(runtime: Runtime) -> None:
+    made = Concepts(runtime.store, runtime.scrubber).observe("alice", "Deploy key ghp_" + "a1" * 18 + " works", "s")
+    assert "ghp_" not in made["text"] and "[secret:" in made["text"]

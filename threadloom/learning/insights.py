@@ -82,7 +82,12 @@ class Insights:
             return {"id": insight_id, "counted": bool(counted), "up": tally["up"], "down": tally["down"]}
 
         out = self.store.write(tx)
-        out["exported"] = self.export(owner)["exported"] if out["up"] - out["down"] >= self.threshold else 0
+        out["exported"] = 0
+        if out["up"] - out["down"] >= self.threshold:
+            try:
+                out["exported"] = self.export(owner)["exported"]
+            except InvalidInput as exc:  # the vote stands; the export waits for the next one (or --export)
+                out["export_error"] = exc.message
         return out
 
     def export(self, owner: str) -> dict[str, Any]:

@@ -34,6 +34,7 @@ _COLUMNS: Final = (
     "viewed", "used", "last_viewed_at", "last_used_at",
 )  # fmt: skip
 _REF: Final = re.compile(r"([st])(\d{1,18})")
+_LESSON: Final = re.compile(r"l_[0-9a-f]{12}")  # lessons.lesson_id
 
 
 class Snapshots:
@@ -223,6 +224,8 @@ def _check_entry(entry: Any) -> None:
     own folder."""
     if not isinstance(entry, dict) or entry.get("kind") not in ("skill", "lesson") or not set(_COLUMNS) <= set(entry):
         raise InvalidInput("the snapshot holds an entry threadloom did not write; nothing was restored")
+    if entry["kind"] == "lesson" and not _LESSON.fullmatch(str(entry["name"])):
+        raise InvalidInput("the snapshot holds a lesson threadloom did not name; nothing was restored")
     if entry["kind"] == "skill":
         check_name(entry["name"])
         files = entry.get("files")
