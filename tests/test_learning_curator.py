@@ -243,3 +243,31 @@ def test_the_scheduled_pass_runs_once_a_day_per_user_whatever_restarts(runtime: 
     status = runtime.store.read(lambda r: curator_status(r, "alice", False))
     assert status["enabled"] is False and status["last_pass"]["dry_run"] is False
     assert status["last_pass"]["counts"] == {"keep": 1}
+
+
+@pytest.mark.parametrize("name", ["../escape", "a/../../b", "..", "x" * 200])
+def test_trash_refuses_a_name_that_is_not_a_skill_name(lib: Library, name: str) -> None:
+    with pytest.raises((InvalidInput, NotFound)):
+        Snapshots(lib).trash("alice", "skill", name, "test", None)
+
+
+def test_an_entry_a_duplicate_merges_into_is_not_deleted_in_the_same_pass(runtime: Runtime, lib: Library) -> None:
+    lib.write_skill("alice", "deploy", "How to deploy.", DEPLOY, "loop", "review:1")
+    lib.write_skill("alice", "deploy-steps", "How to deploy.", DEPLOY_TOO, "loop", "review:2")
+    lib.mark_used("alice", "deploy")
+    old = now_ms() - 400 * DAY
+    runtime.store.write(
+        lambda w: w.execute(
+            "UPDATE learning_entries SET created_at = :t, updated_at = :t, last_used_at = :t, last_viewed_at = :t",
+            {"t": old},
+        )
+    )
+    runtime.store.write(
+        lambda w: w.execute(
+            "INSERT INTO learning_curation VALUES ('alice', 'skill', 'deploy', 'deprecated', :t)", {"t": old}
+        )
+    )
+    out = curator(runtime, lib).run("alice")
+    verdicts = {v["name"]: v for v in out["verdicts"]}
+    assert verdicts["deploy-steps"]["into"] == "deploy" and verdicts["deploy"]["verdict"] == "delete"
+    assert [r["name"] for r in rows(runtime)] == ["deploy"] and out["done"]["deferred"] == 1

@@ -144,6 +144,7 @@ class Curator:
     ) -> str | None:
         by_key = {(e["kind"], e["name"]): e for e in entries}
         removed: set[tuple[str, str]] = set()
+        targets = {(v.kind, v.into) for v in verdicts if v.verdict == "merge"}
         snapshot_id: int | None = None
         budget = self.delete_budget
         for v in verdicts:
@@ -155,6 +156,9 @@ class Curator:
                 self._mark(owner, key, "deprecated", now)
                 v.action, done["deprecated"] = "marked deprecated", done["deprecated"] + 1
             if v.verdict not in ("merge", "delete"):
+                continue
+            if v.verdict == "delete" and key in targets:
+                v.action, done["deferred"] = "deferred: a duplicate merges into it this pass", done["deferred"] + 1
                 continue
             if v.into is not None and (v.kind, v.into) in removed:
                 v.action, done["deferred"] = "deferred: what it merges into left this pass", done["deferred"] + 1
