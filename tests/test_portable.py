@@ -16,6 +16,9 @@ from threadloom.portable.export import export_to
 from threadloom.portable.importer import import_from
 from threadloom.runtime import Runtime
 from threadloom.scrub import Scrubber
+from threadloom.store import transcripts
+from threadloom.store.base import Writer
+from threadloom.store.transcripts import StoredMessage
 from threadloom.style import StyleMemory
 
 SCRUB = Scrubber(True)
@@ -176,5 +179,41 @@ def test_skills_and_lessons_travel_with_their_files_and_merge_by_name(world: Wor
         # Without the library (a bare store), a skills file is no kind this imports.
         with pytest.raises(InvalidInput, match="no kind this threadloom imports"):
             import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one")
+    finally:
+        fresh.close()
+
+
+def _message(key: str, text: str, tools: str = "[]") -> StoredMessage:
+    return StoredMessage("claude-code", "sess-1", key, "user", text, tools, 1_700_000_000_000, "/repo", "/repo", None,
+                         "claude-jsonl", "/home/x/.claude/projects/a.jsonl", 0)  # fmt: skip
+
+
+def test_transcripts_only_when_asked_and_by_their_clients_key(world: World, tmp_path: Path) -> None:
+    def ingest(w: Writer) -> None:
+        for owner, m in (
+            ("alice", _message("k1", "how do I ship it")),
+            ("alice", _message("k2", "", '[{"name":"Bash","args":"make ci"}]')),
+            ("alice", _message("k3", "this one was erased")),
+            ("bob", _message("k1", f"bob asks {BOB_SECRET}")),
+        ):
+            transcripts.upsert_message(w, owner, m, False, 1)
+        w.execute("UPDATE transcript_messages SET role = 'erased', text = '' WHERE key = 'k3'")
+
+    world.rt.store.write(ingest)
+    assert "transcripts.jsonl" not in export_to(world.rt.store, "alice", tmp_path / "plain").files
+    done = export_to(world.rt.store, "alice", tmp_path / "one", ["transcripts"])
+    assert done.counts == {"transcripts": 2}  # the erased one stays erased
+    assert BOB_SECRET.encode() not in (tmp_path / "one" / "transcripts.jsonl").read_bytes()
+    fresh = runtime(tmp_path / "home-b")
+    try:
+        counts = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one").counts
+        assert counts == {"messages_added": 2, "messages_present": 0}
+        bodies = fresh.store.read(lambda r: r.rows("SELECT body FROM documents WHERE kind = 'transcript'"))
+        assert sorted(b["body"] for b in bodies) == ["[Bash] make ci", "how do I ship it"]
+        assert import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one").counts["messages_added"] == 0
+        export_to(fresh.store, "alice", tmp_path / "two", with_transcripts=True)
+        assert (tmp_path / "two" / "transcripts.jsonl").read_bytes() == (
+            tmp_path / "one" / "transcripts.jsonl"
+        ).read_bytes()
     finally:
         fresh.close()

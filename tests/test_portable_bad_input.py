@@ -272,3 +272,24 @@ def test_a_skill_that_is_not_one_is_refused_before_any_file_is_written(
     )
     ok = write(tmp_path / "ok", "skills", [skill])
     assert import_from(fresh.store, "alice", "", SCRUB, ok, library=lib).counts["skills_added"] == 1
+
+
+@pytest.mark.parametrize(
+    ("changes", "needle"),
+    [
+        ({"tools": "rm -rf /"}, "tools must be a list"),
+        ({"tools": [{"args": "no name"}]}, "each with a name"),
+        ({"role": "erased"}, "an erased message is not imported"),
+        ({"offset": -1}, "offset must be an integer"),
+    ],
+)
+def test_a_transcript_message_that_is_not_one_is_refused(
+    fresh: Runtime, tmp_path: Path, changes: dict[str, Any], needle: str
+) -> None:
+    message = {
+        "source": "claude-code", "session_id": "s", "key": "k", "role": "user", "text": "hi", "tools": [],
+        "at": 1, "cwd": None, "project": None, "model": None, "format": "claude-jsonl", "path": "/x", "offset": 0,
+    }  # fmt: skip
+    with pytest.raises(InvalidInput, match=needle):
+        import_from(fresh.store, "alice", "", SCRUB, write(tmp_path / "t", "transcripts", [message, message | changes]))
+    assert fresh.store.read(lambda r: r.scalar("SELECT COUNT(*) FROM transcript_messages")) == 0

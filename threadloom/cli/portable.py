@@ -17,7 +17,7 @@ from threadloom.portable.format import MAX_FILE_BYTES
 from threadloom.portable.importer import import_from
 from threadloom.runtime import open_runtime
 
-KINDS_HELP = "Only these kinds, repeatable: memories, notes, claims, style, skills."
+KINDS_HELP = "Only these kinds, repeatable: memories, notes, claims, style, skills, transcripts."
 
 
 def export(
@@ -25,6 +25,9 @@ def export(
         Path | None, typer.Option("--out", help="A new or empty folder (default: threadloom-export-<date>).")
     ] = None,
     kinds: Annotated[list[str] | None, typer.Option("--kinds", help=KINDS_HELP)] = None,
+    with_transcripts: Annotated[
+        bool, typer.Option("--with-transcripts", help="Also the ingested agent conversations (large).")
+    ] = False,
 ) -> None:
     """Export everything you (THREADLOOM_USER) own, as JSONL (one file per kind) plus Markdown to read.
     Another user's items are never in it."""
@@ -32,7 +35,7 @@ def export(
     folder = out_dir or Path(f"threadloom-export-{time.strftime('%Y%m%d-%H%M%S')}")
     rt = open_runtime(s, "cli")
     try:
-        done = export_to(rt.store, s.user, folder, kinds, Library(rt))
+        done = export_to(rt.store, s.user, folder, kinds, Library(rt), with_transcripts)
     finally:
         rt.close()
     total = ", ".join(f"{name} {n:,}" for name, n in done.counts.items())

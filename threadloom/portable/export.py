@@ -12,7 +12,7 @@ from pathlib import Path
 from threadloom.errors import InvalidInput
 from threadloom.learning.library import Library
 from threadloom.portable import format as f
-from threadloom.portable.registry import Kind, kinds
+from threadloom.portable.registry import OPTIONAL, Kind, kinds
 from threadloom.store.base import Reader, Store
 
 
@@ -23,12 +23,14 @@ class Exported:
     files: tuple[str, ...]
 
 
-def choose(names: Sequence[str] | None, library: Library | None = None) -> list[Kind]:
+def choose(names: Sequence[str] | None, library: Library | None = None, with_transcripts: bool = False) -> list[Kind]:
+    """The kinds named, or every kind but the optional ones (transcripts: `with_transcripts`)."""
     known = kinds(library)
     unknown = [n for n in names or () if n not in known]
     if unknown:
         raise InvalidInput(f"unknown kind {unknown[0]!r}; kinds are {', '.join(known)}")
-    return [k for name, k in known.items() if not names or name in names]
+    wanted = set(names or (n for n in known if n not in OPTIONAL)) | ({"transcripts"} if with_transcripts else set())
+    return [k for name, k in known.items() if name in wanted]
 
 
 def prepare(folder: Path) -> Path:
@@ -47,10 +49,15 @@ def prepare(folder: Path) -> Path:
 
 
 def export_to(
-    store: Store, user: str, folder: Path, names: Sequence[str] | None = None, library: Library | None = None
+    store: Store,
+    user: str,
+    folder: Path,
+    names: Sequence[str] | None = None,
+    library: Library | None = None,
+    with_transcripts: bool = False,
 ) -> Exported:
     """`library`: the home's skills and lessons (without it, skills are not a kind)."""
-    chosen = choose(names, library)
+    chosen = choose(names, library, with_transcripts)
     folder = prepare(folder.absolute())
 
     def run(r: Reader) -> dict[str, int]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Final, Protocol, runtime_checkable
 
 from threadloom.portable.format import Line
 from threadloom.scrub import Scrubber
@@ -69,7 +69,11 @@ def kinds(library: Library | None = None) -> dict[str, Kind]:
     from threadloom.portable.notes import NOTES
     from threadloom.portable.skills import Skills
     from threadloom.portable.style import STYLE
+    from threadloom.portable.transcripts import TRANSCRIPTS
 
     # Import order: memories first (claims' evidence names them).
-    found: list[Kind] = [MEMORIES, NOTES, CLAIMS, STYLE]
+    found: list[Kind] = [MEMORIES, NOTES, CLAIMS, STYLE, TRANSCRIPTS]
     return {k.name: k for k in (*found, *([Skills(library)] if library is not None else []))}
+
+
+OPTIONAL: Final = ("transcripts",)  # exported only when asked for: large, and already on the machine that made them
