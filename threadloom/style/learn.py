@@ -1,7 +1,8 @@
 """Learning from the user's own words: a pass over ingested transcript messages (role `user`) past the job's
 cursor, under the `style.observe` lease so one process learns at a time. Each batch's sightings, language
-votes, profile statements, TTL cleanup, revision and the cursor commit in one transaction: a pass killed
-midway leaves the cursor where its last whole batch ended, and nothing is counted twice.
+votes, profile statements, TTL cleanup, revision and the cursor commit in one transaction (the matching runs
+before it, outside): a pass killed midway leaves the cursor where its last whole batch ended, and nothing is
+counted twice.
 
 Only signals are kept (a habit, a count, a sanitised example of at most 60 characters), never the message.
 Code blocks are not the user's voice and are skipped, as is anything that carries a style capsule back in
@@ -14,6 +15,7 @@ from __future__ import annotations
 import re
 import time
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Final
 
 from threadloom.clock import now_ms
@@ -72,6 +74,19 @@ def voice(text: str) -> str:
 
 
 @dataclass
+class _Plan:
+    """A batch read and analysed, to be written if nothing it read moved."""
+
+    start: int
+    found: list[Any]
+    now: int
+    learning: dict[str, bool] = field(default_factory=dict)
+    groups: dict[tuple[str, str, str, str], tuple[Observation, int]] = field(default_factory=dict)
+    votes: dict[str, dict[str, int]] = field(default_factory=dict)
+    preferences: list[tuple[str, Any]] = field(default_factory=list)
+
+
+@dataclass
 class Learner:
     store: Store
     scrubber: Scrubber = field(default_factory=Scrubber)
@@ -88,7 +103,7 @@ class Learner:
         try:
             spawned = frozenset(self.store.read(lambda r: spawned_client_sessions(r, 0)))
             for _ in range(max_batches):
-                if self.store.write(lambda w: self._batch(w, batch, report, spawned)) < batch:
+                if self._batch(batch, report, spawned) < batch:
                     break
         finally:
             self.store.write(lambda w: jobs.release(w, JOB, holder))
@@ -124,75 +139,93 @@ class Learner:
             is not None
         )
 
-    def _batch(self, w: Writer, size: int, report: PassReport, spawned: frozenset[str] = frozenset()) -> int:
-        start = jobs.cursor(w, JOB)
-        found = w.rows(
+    def _batch(self, size: int, report: PassReport, spawned: frozenset[str]) -> int:
+        """One batch: read and analysed outside any transaction (the matching is most of a batch's time, and
+        a write holds every other writer back), then written in one, which first checks that nothing it read
+        has moved (the lease makes that rare: a lost lease or a pause meanwhile)."""
+        while (plan := self.store.read(lambda r: self._analyse(r, size, spawned))) is not None:
+            if self.store.write(partial(self._apply, plan=plan, report=report)):
+                return len(plan.found)
+        return 0
+
+    def _analyse(self, r: Reader, size: int, spawned: frozenset[str]) -> _Plan | None:
+        start = jobs.cursor(r, JOB)
+        found = r.rows(
             "SELECT id, owner, source, session_id, text, at FROM transcript_messages "
             "WHERE id > :c AND role = 'user' ORDER BY id LIMIT :n",
             {"c": start, "n": size},
         )
         if not found:
-            return 0
-        now = now_ms()
-        learning: dict[str, bool] = {}
+            return None
+        plan = _Plan(start, found, now_ms())
         with_example: dict[str, set[tuple[str, str]]] = {}
-        votes: dict[str, dict[str, int]] = {}
-        counted = prefs = 0
-        groups: dict[tuple[str, str, str, str], tuple[Observation, int]] = {}
         for m in found:
             owner = m["owner"]
-            if owner not in learning:
-                learning[owner] = bool(rows.state(w, owner)["learning"])
+            if owner not in plan.learning:
+                plan.learning[owner] = bool(rows.state(r, owner)["learning"])
                 with_example[owner] = {
                     (str(k), str(key))
-                    for k, key in w.tuples(
+                    for k, key in r.tuples(
                         "SELECT kind, key FROM style_habits WHERE owner = :o AND example IS NOT NULL", {"o": owner}
                     )
                 }
             text = m["text"] or ""
-            if not learning[owner] or _CAPSULE_MARK in text or m["session_id"] in spawned:
+            if not plan.learning[owner] or _CAPSULE_MARK in text or m["session_id"] in spawned:
                 continue  # paused; an agent's own output; a spawned child's prompts are its parent agent's words
             vendor = VENDOR_OF_SOURCE.get(m["source"], "other")
-            for obs in self.observations(m["source"], m["session_id"], text, m["at"] or now, vendor,
+            for obs in self.observations(m["source"], m["session_id"], text, m["at"] or plan.now, vendor,
                                          with_example[owner]):  # fmt: skip
                 group = (owner, obs.kind, obs.key, obs.session)
-                if group in groups:  # the batch's sightings of one habit in one session: one write
-                    first, n = groups[group]
-                    groups[group] = (
+                if group in plan.groups:  # the batch's sightings of one habit in one session: one write
+                    first, n = plan.groups[group]
+                    plan.groups[group] = (
                         replace(first, example=first.example or obs.example, at=max(first.at, obs.at)),
                         n + 1,
                     )
                 else:
-                    groups[group] = (obs, 1)
+                    plan.groups[group] = (obs, 1)
                 if obs.example:
                     with_example[owner].add((obs.kind, obs.key))
             own = voice(text)
             lang = detect(own)
             if lang:
-                per = votes.setdefault(owner, {})
+                per = plan.votes.setdefault(owner, {})
                 per[lang] = per.get(lang, 0) + 1
             stated = statements(own)
             if stated and refusal(own) is None:
-                for key in stated:
-                    prefs += rows.add_preference(w, owner, known_preference(owner, key, "message", vendor, now))
-            report.owners.add(owner)
-        for (owner, *_), (obs, n) in groups.items():
+                plan.preferences += [
+                    (owner, known_preference(owner, key, "message", vendor, plan.now)) for key in stated
+                ]
+        return plan
+
+    def _apply(self, w: Writer, *, plan: _Plan, report: PassReport) -> bool:
+        """Whether the plan was written: not when the cursor moved or a user paused since it was read."""
+        if jobs.cursor(w, JOB) != plan.start:
+            return False
+        if any(bool(rows.state(w, owner)["learning"]) != on for owner, on in plan.learning.items()):
+            return False
+        counted = prefs = 0
+        for owner, pref in plan.preferences:
+            prefs += rows.add_preference(w, owner, pref)
+        for (owner, *_), (obs, n) in plan.groups.items():
             if rows.observe(w, owner, obs, n) is not None:
                 counted += n
-        for owner in {m["owner"] for m in found if learning.get(m["owner"])}:
-            rows.add_language_votes(w, owner, votes.get(owner, {}), now)
+        found, now = plan.found, plan.now
+        for owner in {m["owner"] for m in found if plan.learning.get(m["owner"])}:
+            rows.add_language_votes(w, owner, plan.votes.get(owner, {}), now)
             # The TTLs as of the newest message read: a backfill of old transcripts keeps its candidates
             # until the sessions after them have been read.
             newest = max((m["at"] or now) for m in found if m["owner"] == owner)
             rows.cleanup(w, owner, min(now, newest))
             capsule.refresh(w, owner, now)
+            report.owners.add(owner)
         last = int(found[-1]["id"])
         jobs.set_cursor(w, JOB, last)
         report.messages += len(found)
         report.observations += counted
         report.preferences += prefs
         report.cursor = last
-        return len(found)
+        return True
 
     def observations(
         self, source: str, session_id: str, text: str, at: int, vendor: str,
