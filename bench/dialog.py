@@ -2,7 +2,7 @@
 query's embedding included), beside a plain FTS5 query on the same store in the same run.
 
 The store is built with the ingest service's own write functions (`store.transcripts.upsert_message` and
-the message's search document through `SearchEngine.index`, batches of 5,000 per transaction): synthetic
+the batch's search documents through `SearchEngine.index_many`, 5,000 per transaction): synthetic
 sessions of 200 turns across 4 agent CLIs, 20 projects and a year, text drawn from a Zipf vocabulary.
 Vectors: the local model embeds `--embedded` distinct messages; every other message carries one of those
 vectors plus Gaussian noise (renormalised), so the dense index holds one vector per message as a fully
@@ -69,6 +69,7 @@ def build(store: Store, n: int, rng: random.Random, words: list[str], weights: l
     for first in range(0, n, BATCH):
 
         def write(w: Writer, first: int = first) -> None:
+            docs = []
             for i in range(first, min(n, first + BATCH)):
                 session = i // 200
                 at = START + (session * 7919 % 5000) * (YEAR_MS // 5000) + (i % 200) * 20_000
@@ -78,8 +79,8 @@ def build(store: Store, n: int, rng: random.Random, words: list[str], weights: l
                     text(rng, words, weights), "[]", at, project, project, None, "bench", "/b", i,
                 )  # fmt: skip
                 row_id, _ = tables.upsert_message(w, USER, m, False, at) or (0, False)
-                doc = Document("transcript", str(row_id), m.text, project, m.session_id, m.role, occurred_at=at)
-                SearchEngine.index(w, doc)
+                docs.append(Document("transcript", str(row_id), m.text, project, m.session_id, m.role, occurred_at=at))
+            SearchEngine.index_many(w, docs)  # as the ingest service writes a batch
 
         store.write(write)
     return time.perf_counter() - started
