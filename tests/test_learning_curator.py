@@ -3,15 +3,18 @@ in for the user's home with Claude Code and Codex installed, so merges, trash an
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.fakes import HashingEmbedder
 from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.learning.curator import Curator, curator_status
+from threadloom.learning.curator_audit import DUPLICATE, _duplicates
 from threadloom.learning.library import Library
 from threadloom.learning.snapshots import Snapshots
 from threadloom.runtime import Runtime, open_runtime
@@ -271,3 +274,34 @@ def test_an_entry_a_duplicate_merges_into_is_not_deleted_in_the_same_pass(runtim
     verdicts = {v["name"]: v for v in out["verdicts"]}
     assert verdicts["deploy-steps"]["into"] == "deploy" and verdicts["deploy"]["verdict"] == "delete"
     assert [r["name"] for r in rows(runtime)] == ["deploy"] and out["done"]["deferred"] == 1
+
+
+def test_with_an_embedder_restatements_are_duplicates_and_unrelated_entries_are_not(
+    runtime: Runtime, lib: Library
+) -> None:
+    lib.write_skill("alice", "car-wash", "Wash.", "Wash the automobile on Sunday.", "loop", "review:1")
+    lib.write_skill("alice", "car-clean", "Wash.", "Wash the car on Sunday.", "loop", "review:2")
+    lib.write_skill("alice", "dog-walk", "Walk.", "Walk the dog at noon before lunch.", "loop", "review:3")
+    words_only = curator(runtime, lib).preview("alice")
+    assert words_only["counts"] == {"keep": 3}  # "automobile" and "car" share no letters
+    with_model = Curator(lib, runtime.settings.layout.home / "curator", embedder=HashingEmbedder()).preview("alice")
+    verdicts = {v["name"]: v for v in with_model["verdicts"]}
+    assert {verdicts["car-wash"]["verdict"], verdicts["car-clean"]["verdict"]} == {"keep", "merge"}
+    assert verdicts["dog-walk"]["verdict"] == "keep"
+
+
+def test_word_overlap_finds_every_duplicate_pair_a_full_comparison_finds(runtime: Runtime, lib: Library) -> None:
+    rng = random.Random(7)
+    vocab = [f"w{i}" for i in range(40)]
+    texts = [" ".join(rng.sample(vocab, rng.randint(3, 12))) for _ in range(300)]
+    texts += [t + " extra" for t in texts[:50]]
+    entries = [{"kind": "skill"} for _ in texts]
+    words = [set(t.split()) for t in texts]
+    full = {
+        (i, j)
+        for i in range(len(texts))
+        for j in range(i + 1, len(texts))
+        if len(words[i] & words[j]) / len(words[i] | words[j]) >= DUPLICATE
+    }
+    assert len(full) >= 40
+    assert {(i, j) for i, j, _ in _duplicates(entries, texts, None, 1.0)} == full

@@ -13,10 +13,13 @@ ever kept or sent to human review: what a person wrote is theirs to change.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
+
+import numpy as np
 
 from threadloom.errors import InvalidInput
 from threadloom.learning.skills import REFERENCES, SKILL_FILE, files_digest, parse
@@ -55,7 +58,7 @@ class Verdict:
         return out
 
 
-Similarity = Callable[[Sequence[str]], list[list[float]]]
+Similarity = Callable[[Sequence[str]], Any]  # the texts' cosine matrix
 
 
 def audit(
@@ -165,20 +168,39 @@ def _last_active(e: dict[str, Any]) -> int:
 def _duplicates(
     entries: Sequence[dict[str, Any]], texts: Sequence[str], similarity: Similarity | None, cosine_floor: float
 ) -> list[tuple[int, int, float]]:
-    """Pairs of one kind that say the same, most alike first."""
-    cos = similarity(texts) if similarity is not None and texts else None
+    """Pairs of one kind that say the same, most alike first. Word overlap by prefix filtering (exact: two
+    sets with Jaccard >= t share one of the rarest len - ceil(t * len) + 1 words of each), so a library is
+    not compared pair by pair; cosine over the embedder's matrix."""
     words = [set(t.split()) for t in texts]
-    pairs: list[tuple[int, int, float]] = []
-    for i in range(len(entries)):
-        for j in range(i + 1, len(entries)):
-            if entries[i]["kind"] != entries[j]["kind"] or not words[i] or not words[j]:
-                continue
+    found: dict[tuple[int, int], float] = {}
+    for i, j in _candidates(words):
+        if entries[i]["kind"] == entries[j]["kind"]:
             jaccard = len(words[i] & words[j]) / len(words[i] | words[j])
             if jaccard >= DUPLICATE:
-                pairs.append((i, j, jaccard))
-            elif cos is not None and cos[i][j] >= cosine_floor:
-                pairs.append((i, j, cos[i][j]))
-    return sorted(pairs, key=lambda p: -p[2])
+                found[(i, j)] = jaccard
+    if similarity is not None and texts:
+        cos = np.asarray(similarity(texts), dtype=np.float32)
+        for i, j in np.argwhere(np.triu(cos >= cosine_floor, 1)).tolist():
+            if entries[i]["kind"] == entries[j]["kind"] and words[i] and words[j] and (i, j) not in found:
+                found[(i, j)] = float(cos[i, j])
+    return sorted(((i, j, s) for (i, j), s in found.items()), key=lambda p: -p[2])
+
+
+def _candidates(words: Sequence[set[str]]) -> set[tuple[int, int]]:
+    frequency: dict[str, int] = {}
+    for ws in words:
+        for w in ws:
+            frequency[w] = frequency.get(w, 0) + 1
+    postings: dict[str, list[int]] = {}
+    pairs: set[tuple[int, int]] = set()
+    for k, ws in enumerate(words):
+        ordered = sorted(ws, key=lambda w: (frequency[w], w))
+        prefix = len(ordered) - math.ceil(DUPLICATE * len(ordered)) + 1
+        for w in ordered[:prefix]:
+            for other in postings.setdefault(w, []):
+                pairs.add((other, k))
+            postings[w].append(k)
+    return pairs
 
 
 def _survivor(entries: Sequence[dict[str, Any]], protected: Sequence[bool], i: int, j: int) -> tuple[int, int]:
