@@ -161,6 +161,9 @@ def test_stale_loop_entries_are_deprecated_then_deleted_after_the_grace_and_revi
     runtime.store.write(lambda w: w.execute("UPDATE learning_entries SET created_at = :t, updated_at = :t", {"t": old}))
     first = curator(runtime, lib).run("alice")
     assert first["done"]["deprecated"] == 2 and first["snapshot"] is None  # nothing removed, no snapshot
+    within_grace = curator(runtime, lib).run("alice")  # still deprecated, not deleted, not revived
+    assert within_grace["done"] == first["done"] | {"deprecated": 0}
+    assert within_grace["counts"] == {"deprecate": 2}
     lib.mark_used("alice", "old-two")
     runtime.store.write(lambda w: w.execute("UPDATE learning_curation SET since = :t", {"t": now_ms() - 30 * DAY}))
     second = curator(runtime, lib).run("alice")

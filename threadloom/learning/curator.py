@@ -152,7 +152,7 @@ class Curator:
             if v.verdict == "keep" and key in states:  # used again since it was deprecated
                 self._mark(owner, key, None, now)
                 done["revived"] += 1
-            if v.verdict == "deprecate":
+            if v.verdict == "deprecate" and key not in states:
                 self._mark(owner, key, "deprecated", now)
                 v.action, done["deprecated"] = "marked deprecated", done["deprecated"] + 1
             if v.verdict not in ("merge", "delete"):

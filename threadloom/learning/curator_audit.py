@@ -93,7 +93,9 @@ def audit(
             state = states.get((e["kind"], e["name"]))
             if state and state[0] == "deprecated" and (now - state[1]) / DAY_MS >= GRACE_DAYS:
                 note(i, "delete", f"deprecated {int((now - state[1]) / DAY_MS)} days ago and still unused")
-            elif not state:
+            elif state:
+                note(i, "deprecate", f"deprecated {int((now - state[1]) / DAY_MS)} days ago; deleted at {GRACE_DAYS:g}")
+            else:
                 note(i, "deprecate", f"no view, use or edit for {int(idle)} days")
 
     for i, j, score in _duplicates(entries, texts, similarity, cosine_floor):
