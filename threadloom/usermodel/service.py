@@ -17,6 +17,7 @@ from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import FOREGROUND, Provenance
 from threadloom.scrub.policy import Scrubber
 from threadloom.search.model import Viewer
+from threadloom.sessions import record_event
 from threadloom.store.base import Reader, Store, Writer
 from threadloom.usermodel import rows
 from threadloom.usermodel.confidence import LOW, band, effective_weight, next_tier
@@ -71,7 +72,9 @@ class UserModel:
         text, seed = self.scrubber.text(text), self.scrubber.optional(seed)
 
         def write(w: Writer) -> dict[str, Any]:
+            # The journal entry claims the call's idempotency key in this transaction (threadloom/requests.py).
             claim_id = self._insert(w, viewer, prov, text, domain, start, now, None)
+            record_event(w, prov, "user.claimed", {"id": claim_id})
             steps = self._seed(w, viewer, prov, claim_id, seed, origin, now)
             return self._written(w, viewer, claim_id, steps)
 
@@ -137,6 +140,7 @@ class UserModel:
                 {"new": new_id_, "now": now, "until": new_start, "id": old_id},
             )
             steps = self._seed(w, viewer, prov, new_id_, seed, origin, now)
+            record_event(w, prov, "user.superseded", {"id": new_id_, "old": old_id})
             return self._written(w, viewer, new_id_, steps) | {"superseded": old_id}
 
         return self._gated(prov, self.store.write(write))
