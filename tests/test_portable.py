@@ -20,6 +20,7 @@ from threadloom.store import transcripts
 from threadloom.store.base import Writer
 from threadloom.store.transcripts import StoredMessage
 from threadloom.style import StyleMemory
+from threadloom.usermodel import UserModel
 
 SCRUB = Scrubber(True)
 
@@ -217,3 +218,49 @@ def test_transcripts_only_when_asked_and_by_their_clients_key(world: World, tmp_
         ).read_bytes()
     finally:
         fresh.close()
+
+
+def test_evidence_naming_a_note_or_a_message_follows_its_row_by_key(world: World, tmp_path: Path) -> None:
+    world.rt.store.write(lambda w: transcripts.upsert_message(w, "alice", _message("k9", "I like small PRs"), False, 1))
+    message = world.count("SELECT id FROM transcript_messages WHERE key = 'k9'")
+    note = world.count("SELECT id FROM thread_notes WHERE owner = 'alice' AND kind = 'failed'")
+    model = UserModel(world.rt.store)
+    claim = model.claim(world.alice, "prefers reviewing in person", "workflow")["claim"]["id"]
+    model.add_evidence(world.alice, claim, "support", "note", str(note))
+    model.add_evidence(world.alice, claim, "support", "message", str(message))
+    export_to(world.rt.store, "alice", tmp_path / "one", with_transcripts=True)
+    assert f'"ref":"{note}"'.encode() not in (tmp_path / "one" / "claims.jsonl").read_bytes()
+    fresh = runtime(tmp_path / "home-b")
+    try:
+        # A message already here under another row number: the evidence must name that row.
+        fresh.store.write(lambda w: transcripts.upsert_message(w, "alice", _message("k0", "an earlier one"), False, 1))
+        counts = import_from(fresh.store, "alice", "", SCRUB, tmp_path / "one").counts
+        assert counts["evidence_unresolved"] == 0
+        refs = fresh.store.read(
+            lambda r: r.rows(
+                "SELECT e.source, e.ref FROM user_evidence e JOIN user_claims c ON c.id = e.claim_id "
+                "WHERE c.text = 'prefers reviewing in person'"
+            )
+        )
+        by_source = {row["source"]: int(row["ref"]) for row in refs}
+        text_of = {
+            "note": fresh.store.read(
+                lambda r: r.scalar("SELECT text FROM thread_notes WHERE id = :i", {"i": by_source["note"]})
+            ),
+            "message": fresh.store.read(
+                lambda r: r.scalar("SELECT text FROM transcript_messages WHERE id = :i", {"i": by_source["message"]})
+            ),
+        }
+        assert text_of == {"note": "tried the long fuse", "message": "I like small PRs"}
+        export_to(fresh.store, "alice", tmp_path / "two", with_transcripts=True)
+        one, two = files(tmp_path / "one"), files(tmp_path / "two")
+        assert one["claims.jsonl"] == two["claims.jsonl"]  # the transcripts differ: "k0" was here already
+    finally:
+        fresh.close()
+    # Without the transcripts, the message's evidence has nothing to name: left out and counted.
+    (tmp_path / "one" / "transcripts.jsonl").unlink()
+    other = runtime(tmp_path / "home-c")
+    try:
+        assert import_from(other.store, "alice", "", SCRUB, tmp_path / "one").counts["evidence_unresolved"] == 1
+    finally:
+        other.close()

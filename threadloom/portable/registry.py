@@ -71,8 +71,8 @@ def kinds(library: Library | None = None) -> dict[str, Kind]:
     from threadloom.portable.style import STYLE
     from threadloom.portable.transcripts import TRANSCRIPTS
 
-    # Import order: memories first (claims' evidence names them).
-    found: list[Kind] = [MEMORIES, NOTES, CLAIMS, STYLE, TRANSCRIPTS]
+    # Import order: memories, notes and transcripts before claims, whose evidence names them.
+    found: list[Kind] = [MEMORIES, NOTES, TRANSCRIPTS, CLAIMS, STYLE]
     return {k.name: k for k in (*found, *([Skills(library)] if library is not None else []))}
 
 
