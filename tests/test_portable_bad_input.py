@@ -5,6 +5,7 @@ write, so nothing is half-imported; secrets in an import are scrubbed like any o
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -293,3 +294,9 @@ def test_a_transcript_message_that_is_not_one_is_refused(
     with pytest.raises(InvalidInput, match=needle):
         import_from(fresh.store, "alice", "", SCRUB, write(tmp_path / "t", "transcripts", [message, message | changes]))
     assert fresh.store.read(lambda r: r.scalar("SELECT COUNT(*) FROM transcript_messages")) == 0
+
+
+def test_a_fifo_under_an_exports_name_is_refused_without_hanging(fresh: Runtime, tmp_path: Path) -> None:
+    (tmp_path / "fifo").mkdir()
+    os.mkfifo(tmp_path / "fifo" / "memories.jsonl")
+    refused(fresh, tmp_path / "fifo", "not a regular file")

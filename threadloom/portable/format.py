@@ -70,11 +70,13 @@ def read_lines(path: Path, kind: str, max_bytes: int = MAX_FILE_BYTES) -> Iterat
     """The records of one kind's file after its header, a line at a time: the file is never held whole, a
     file over `max_bytes` is refused before its first byte is read, and so is a line over MAX_LINE_BYTES."""
     refuse_link(path)
-    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+    # O_NONBLOCK: a FIFO planted under an export's name must not hang the open waiting for a writer.
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     with os.fdopen(fd, "rb") as fh:
         info = os.fstat(fh.fileno())
         if not stat.S_ISREG(info.st_mode):
             raise InvalidInput(f"{path.name} is not a regular file")
+        os.set_blocking(fh.fileno(), True)
         if info.st_size > max_bytes:
             raise InvalidInput(
                 f"{path.name} is {info.st_size:,} bytes, over the import cap of {max_bytes:,} "
