@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -13,9 +14,10 @@ from typing import Any
 import pytest
 
 from tests.helpers import cli, new_home
-from tests.portable_world import World, build, runtime
+from tests.portable_world import World, build, runtime, session
 from threadloom.errors import InvalidInput
 from threadloom.learning.library import Library
+from threadloom.memory.model import NewMemory
 from threadloom.portable import format as f
 from threadloom.portable.export import export_to
 from threadloom.portable.importer import import_from
@@ -300,3 +302,21 @@ def test_a_fifo_under_an_exports_name_is_refused_without_hanging(fresh: Runtime,
     (tmp_path / "fifo").mkdir()
     os.mkfifo(tmp_path / "fifo" / "memories.jsonl")
     refused(fresh, tmp_path / "fifo", "not a regular file")
+
+
+def test_an_import_beside_a_writer_loses_nothing_of_either(fresh: Runtime, tmp_path: Path) -> None:
+    """A session keeps storing memories while a 400-memory import runs: both sets are whole afterwards."""
+    path = write(tmp_path / "many", "memories", [memory(n) for n in range(1, 401)])
+    prov = session(fresh, "alice", tmp_path)
+    stored: list[str] = []
+
+    def writer() -> None:
+        for n in range(30):
+            stored.append(fresh.memory.store(NewMemory(content=f"written meanwhile {n}"), prov).memory.id)
+
+    thread = threading.Thread(target=writer)
+    thread.start()
+    done = import_from(fresh.store, "alice", "", SCRUB, path)
+    thread.join(timeout=120)
+    assert done.counts["memories_added"] == 400 and len(stored) == 30
+    assert fresh.store.read(lambda r: r.scalar("SELECT COUNT(*) FROM memories WHERE owner = 'alice'")) == 430
