@@ -114,6 +114,19 @@ class Settings(BaseSettings):
     learn_extract_interval: float = Field(
         600.0, ge=0, description="Seconds between the daemon's extract passes (learn_extract on); 0: only by CLI."
     )
+    learn_review: bool = Field(False, description="Spawn a reviewer (learn_agent) over the pending candidates.")
+    learn_review_interval: float = Field(3600.0, gt=0, description="Seconds between candidate reviewer passes.")
+    learn_auto_review: bool = Field(
+        False, description="Spawn a reviewer over a finished thread with at least 5 notes, for lasting lessons."
+    )
+    learn_shadow: bool = Field(False, description="Spawn a reviewer over recent user turns, for class-level rules.")
+    learn_shadow_interval: float = Field(900.0, gt=0, description="Seconds between shadow review passes.")
+    learn_agent: Literal["claude", "custom"] = Field(
+        "claude", description="The reviewers' agent: claude (its own tools off) or custom (THREADLOOM_SPAWN_COMMAND)."
+    )
+    learn_daily_tokens: int = Field(
+        400_000, ge=0, description="Tokens each reviewer loop's children may use in 24 h (their usage lines)."
+    )
     learn_curate: bool = Field(False, description="Let the scheduled curator review skills and lessons.")
     learn_curate_delete_budget: int = Field(5, ge=0, le=100, description="Entries a curator pass may delete or merge.")
     learn_stale_days: float = Field(90.0, gt=0, description="Days without view, use or edit before deprecation.")

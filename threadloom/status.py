@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import json
 import platform
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.metadata import PackageNotFoundError, version
 from typing import Any
 
 from threadloom import __version__
 from threadloom.ingest.report import transcript_status
+from threadloom.learning.evolve import Loop, loops_status
 from threadloom.learning.harvest import learning_status
 from threadloom.store.base import Reader, Store
 
@@ -64,9 +66,12 @@ class StatusService:
         """`user`'s ingested transcripts: per source counts, the covered span, the alarms (ingest/report.py)."""
         return transcript_status(self._store, user, enabled)
 
-    def learning(self, user: str, extract: bool, interval: float) -> dict[str, Any]:
-        """The learning loops: whether extract is on, when it last ran and what it did; `user`'s candidates."""
-        return learning_status(self._store, user, extract, interval)
+    def learning(
+        self, user: str, extract: bool, interval: float, loops: Sequence[tuple[Loop, bool]] = ()
+    ) -> dict[str, Any]:
+        """The learning loops: whether extract is on, when it last ran and what it did; `user`'s candidates;
+        each reviewer loop's last pass and last child (learning/evolve.py)."""
+        return learning_status(self._store, user, extract, interval) | {"loops": loops_status(self._store, user, loops)}
 
     def recent_events(self, user: str, limit: int) -> list[dict[str, Any]]:
         """The latest journal events of `user`'s own sessions (nobody reads another user's journal)."""

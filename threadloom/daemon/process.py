@@ -26,6 +26,7 @@ from threadloom import __version__
 from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.daemon import ingest_job, probe_job, protocol, style_job
 from threadloom.daemon.curator_job import keep_curating
+from threadloom.daemon.evolve_job import keep_reviewing
 from threadloom.daemon.hook_op import hook_op
 from threadloom.daemon.learning_job import keep_extracting
 from threadloom.daemon.usermodel_job import UserModelJob
@@ -75,6 +76,7 @@ class Daemon:
             tg.start_soon(keep_extracting, self.runtime)  # learning candidates (THREADLOOM_LEARN_EXTRACT)
             tg.start_soon(keep_curating, self.runtime)  # skills and lessons reviewed (THREADLOOM_LEARN_CURATE)
             tg.start_soon(UserModelJob(self.runtime).run)  # user-model observation (THREADLOOM_USERMODEL_MINE)
+            tg.start_soon(keep_reviewing, self.runtime)  # reviewer loops (THREADLOOM_LEARN_REVIEW etc.)
             tg.start_soon(style_job.keep_learning, self.runtime)  # style habits from new user messages
             await self._retire.wait()
             ingest.stop()

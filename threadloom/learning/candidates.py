@@ -20,7 +20,7 @@ from threadloom.learning.library import Library
 from threadloom.store.base import Reader, Row, Store, Writer
 
 STATUSES: Final = ("pending", "accepted", "rejected", "merged")
-AS_KINDS: Final = ("skill", "lesson")
+AS_KINDS: Final = ("skill", "lesson", "patch", "note", "quote")  # the last three: learning/reviewer.py
 MAX_LIST: Final = 100
 MAX_EDIT_CHARS: Final = 20_000  # an accepted body, edits included
 MAX_REASON_CHARS: Final = 500
@@ -146,7 +146,7 @@ class Candidates:
         accepted and, with `whole_cluster`, its pending paraphrases merged into it. Refused content (the
         library's screen) leaves the candidate pending."""
         if as_ not in AS_KINDS:
-            raise InvalidInput("as is skill or lesson")
+            raise InvalidInput(f"as is one of {', '.join(AS_KINDS)}")
         if text is not None and not text.strip():
             raise InvalidInput("an edited text cannot be empty")
         if text is not None and len(text) > MAX_EDIT_CHARS:
@@ -228,6 +228,8 @@ def into_library(library: Library) -> Writer_:
     def write(owner: str, as_: str, name: str, description: str, body: str, origin: str, source: str) -> dict[str, Any]:
         if as_ == "skill":
             return library.write_skill(owner, name, description, body, origin, source)
+        if as_ != "lesson":
+            raise InvalidInput(f"{as_} is written by learning_accept (learning/reviewer.py), not here")
         return library.add_lesson(owner, body, origin, source)
 
     return write

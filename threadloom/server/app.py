@@ -32,6 +32,7 @@ from threadloom.server.curation_tools import CURATION_TOOLS
 from threadloom.server.dialog_tools import DIALOG_TOOLS
 from threadloom.server.forget_tools import FORGET_TOOLS
 from threadloom.server.health_tools import HEALTH_TOOLS
+from threadloom.server.learning_tools import LEARNING_TOOLS
 from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.skill_tools import SKILL_TOOLS
 from threadloom.server.style_tools import STYLE_TOOLS
@@ -257,6 +258,7 @@ def build_server(runtime: Runtime, lifespan: Any = None) -> ThreadloomServer:
     tools |= {t.name: t for t in STYLE_TOOLS}
     tools |= {t.name: t for t in SKILL_TOOLS}
     tools |= {t.name: t for t in CURATION_TOOLS}
+    tools |= {t.name: t for t in LEARNING_TOOLS}
     tools |= {t.name: t for t in HEALTH_TOOLS}
     server = ThreadloomServer(runtime, tools, lifespan)
     _add_resources_and_prompts(server)

@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from threadloom.learning.reviewer import configured
 from threadloom.runtime import Runtime
 from threadloom.search.embedders import search_report
 from threadloom.server.connection import connection_of
@@ -63,7 +64,11 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
         if info
         else None,
         "learning": await runtime.call(
-            runtime.status.learning, info.user, runtime.settings.learn_extract, runtime.settings.learn_extract_interval
+            runtime.status.learning,
+            info.user,
+            runtime.settings.learn_extract,
+            runtime.settings.learn_extract_interval,
+            [(loop, on) for loop, _, on in configured(runtime.settings)],
         )
         if info
         else None,
