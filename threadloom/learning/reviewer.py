@@ -116,7 +116,8 @@ def candidates(r: Reader, user: str, cursor: int) -> Gathered:
 
 def closed_threads(r: Reader, user: str, cursor: int) -> Gathered:
     events = r.rows(
-        "SELECT e.id, json_extract(e.detail, '$.project') AS project, json_extract(e.detail, '$.thread') AS thread "
+        "SELECT e.id, e.project AS repo, json_extract(e.detail, '$.project') AS project, "
+        "json_extract(e.detail, '$.thread') AS thread "
         "FROM events e JOIN sessions s ON s.id = e.session_id WHERE e.kind = 'thread.written' AND e.id > :c "
         "AND s.user = :u AND s.parent_id IS NULL ORDER BY e.id LIMIT :n",
         {"c": cursor, "u": user, "n": SCAN},
@@ -134,9 +135,9 @@ def closed_threads(r: Reader, user: str, cursor: int) -> Gathered:
             continue
         notes = r.rows(
             "SELECT n.id, n.kind, n.text FROM thread_notes n LEFT JOIN sessions s ON s.id = n.session_id "
-            "WHERE n.project = :p AND n.thread = :t AND s.parent_id IS NULL AND (n.kind <> 'quote' OR n.owner = :u) "
-            "ORDER BY n.id DESC LIMIT :n",
-            {"p": event["project"], "t": event["thread"], "u": user, "n": NOTES_PER_THREAD},
+            "WHERE n.repo = :repo AND n.project = :p AND n.thread = :t AND s.parent_id IS NULL "
+            "AND (n.kind <> 'quote' OR n.owner = :u) ORDER BY n.id DESC LIMIT :n",
+            {"repo": event["repo"], "p": event["project"], "t": event["thread"], "u": user, "n": NOTES_PER_THREAD},
         )
         if len(notes) < MIN_NOTES:
             continue
