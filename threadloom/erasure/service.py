@@ -25,6 +25,7 @@ from threadloom.store import erasure
 from threadloom.store.base import Store
 from threadloom.store.erasure import KINDS, Selector
 from threadloom.store.sqlite import SqliteStore
+from threadloom.usermodel.egress import allows, withheld_line
 
 MIN_TEXT: Final = 3  # a shorter text matches nearly everything: name a session or project instead
 MAX_TEXT: Final = 1_000
@@ -70,11 +71,13 @@ class Eraser:
 
     def forget(
         self, owner: str, sel: Selector, kinds: Sequence[str] = ("transcripts",), dry_run: bool = True,
-        sample: int = DEFAULT_SAMPLE,
+        sample: int = DEFAULT_SAMPLE, egress: tuple[str, str] = ("all", "other"),
     ) -> dict[str, Any]:  # fmt: skip
+        """`egress`: the policy and the reader's vendor; a dry run's sample is read by a model too."""
         chosen = check(sel, kinds, sample)
         if dry_run:
             found = self._store.read(lambda r: {k: erasure.matching(r, k, owner, sel, sample) for k in chosen})
+            withheld = _withhold(found, *egress)
             # every count a kind gives (rows, archived memories, a claim's evidence, profile entries), not samples
             total = sum(v for f in found.values() for v in f.values() if isinstance(v, int))
             return {
@@ -82,7 +85,7 @@ class Eraser:
                 "would_erase": found,
                 "total": total,
                 "next": "nothing matched" if total == 0 else "run again with dry_run false (CLI: --yes) to erase",
-            }
+            } | ({"withheld": withheld} if withheld else {})
         erased = self._store.write(partial(erasure.erase, kinds=chosen, owner=owner, sel=sel))
         result: dict[str, Any] = {"dry_run": False, "erased": erased}
         if self._database is not None:
@@ -94,3 +97,18 @@ class Eraser:
         if self._database is None:
             return []
         return sorted(str(p) for p in self._database.parent.glob(f"{self._database.name}.pre-restore-*"))
+
+
+PERSONAL: Final = {"claims": "claims", "style": "style habits"}  # kinds whose sample rows carry their vendor
+
+
+def _withhold(found: dict[str, Any], policy: str, reader: str) -> str | None:
+    """Blank the text of the sampled claims and habits the egress policy keeps from `reader` (their ids stay,
+    so they can still be forgotten); the one withheld line, or None."""
+    held: dict[str, int] = {}
+    for kind, name in PERSONAL.items():
+        for row in found.get(kind, {}).get("sample", []):
+            if not allows(policy, str(row.pop("vendor", "other")), reader):
+                row["text"] = None
+                held[name] = held.get(name, 0) + 1
+    return withheld_line(policy, reader, held)

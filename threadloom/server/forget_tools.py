@@ -40,7 +40,8 @@ async def forget(
     sel = Selector(session, project, source, since, until, text)
     owner = prov.viewer().user
     chosen = tuple(kinds) if kinds is not None else ("transcripts",)
-    return await runtime.call(Eraser(runtime.store).forget, owner, sel, chosen, dry_run, sample)
+    egress = (runtime.settings.egress, prov.vendor)
+    return await runtime.call(Eraser(runtime.store).forget, owner, sel, chosen, dry_run, sample, egress)
 
 
 FORGET_TOOLS: tuple[ToolDef, ...] = (

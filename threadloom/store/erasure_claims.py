@@ -84,7 +84,8 @@ def matching(r: Reader, owner: str, sel: Selector, sample: int) -> dict[str, Any
     picked = f"SELECT c.id FROM user_claims c WHERE {where}"
     count = int(r.scalar(f"SELECT COUNT(*) FROM ({picked})", params))
     rows = r.rows(
-        f"SELECT c.id, c.session_id AS session, c.created_at AS at, substr(c.text, 1, {SAMPLE_CHARS}) AS text "
+        f"SELECT c.id, c.session_id AS session, c.created_at AS at, substr(c.text, 1, {SAMPLE_CHARS}) AS text, "
+        "c.vendor AS vendor "
         f"FROM user_claims c WHERE {where} ORDER BY c.created_at, c.id LIMIT :k_n",
         params | {"k_n": sample},
     )

@@ -47,7 +47,8 @@ def matching(r: Reader, owner: str, sel: Selector, sample: int) -> dict[str, Any
     habits, h_params = _habits_where(owner, sel)
     profile, p_params = _profile_where(owner, sel)
     rows = r.rows(
-        f"SELECT h.id, NULL AS session, h.first_at AS at, substr(h.text, 1, {SAMPLE_CHARS}) AS text "
+        f"SELECT h.id, NULL AS session, h.first_at AS at, substr(h.text, 1, {SAMPLE_CHARS}) AS text, "
+        "h.vendor AS vendor "
         f"FROM style_habits h WHERE {habits} ORDER BY h.first_at, h.id LIMIT :k_n",
         h_params | {"k_n": sample},
     )
