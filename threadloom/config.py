@@ -128,6 +128,9 @@ class Settings(BaseSettings):
         400_000, ge=0, description="Tokens each reviewer loop's children may use in 24 h (their usage lines)."
     )
     learn_curate: bool = Field(False, description="Let the scheduled curator review skills and lessons.")
+    learn_curate_review: bool = Field(
+        False, description="After a curator pass, spawn a reviewer (learn_agent) for its repair and split findings."
+    )
     learn_curate_delete_budget: int = Field(5, ge=0, le=100, description="Entries a curator pass may delete or merge.")
     learn_stale_days: float = Field(90.0, gt=0, description="Days without view, use or edit before deprecation.")
     learn_retention_days: float = Field(30.0, gt=0, description="Days snapshots and trashed entries are kept.")

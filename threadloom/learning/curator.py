@@ -30,7 +30,7 @@ import numpy as np
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import check_user
-from threadloom.learning.curator_audit import Verdict, audit, normalised
+from threadloom.learning.curator_audit import Verdict, audit, findings, normalised
 from threadloom.learning.library import Library, owner_folder
 from threadloom.learning.skills import MAX_BODY, REFERENCES, SKILL_FILE, parse
 from threadloom.learning.snapshots import Snapshots
@@ -84,6 +84,7 @@ class Curator:
             report["seconds"] = round(time.perf_counter() - began, 3)
             if not dry_run:  # status tells what the last pass did; a dry run did nothing
                 outcome = {k: report[k] for k in ("counts", "done", "snapshot", "report")}
+                outcome["for_review"] = findings(report["verdicts"])  # what the spawned reviewer may fix
                 self.store.write(lambda w: jobs.record_run(w, name, started, now_ms(), False, outcome))
         finally:
             self.store.write(lambda w: jobs.release(w, name, self._holder))

@@ -31,6 +31,7 @@ MAX_SKILL_LINES: Final = 500  # Claude Code's advice for a SKILL.md; details bel
 MAX_SKILL_BYTES: Final = 32 * 1024
 MAX_LESSON_CHARS: Final = 800
 GRACE_DAYS: Final = 14.0  # a deprecated entry still unused this long after is deleted
+MAX_FINDINGS: Final = 20  # handed to the spawned reviewer per pass
 VERDICTS: Final = ("keep", "repair", "merge", "split", "deprecate", "delete", "human review")
 _WORD: Final = re.compile(r"[^\W_]+", re.UNICODE)
 _LINK: Final = re.compile(r"\]\(([^)\s]+)\)")
@@ -121,6 +122,15 @@ def audit(
             if first != "merge":
                 v.into = None
     return verdicts
+
+
+def findings(verdicts: list[dict[str, Any]]) -> list[str]:
+    """What a curator pass hands its reviewer: repair and split verdicts of entries a loop may change."""
+    out = []
+    for v in verdicts:
+        if v["verdict"] in ("repair", "split") and not v.get("protected"):
+            out.append(f"{v['kind']} {v['name']}: {v['verdict']} ({'; '.join(v['reasons'])})")
+    return out[:MAX_FINDINGS]
 
 
 def normalised(text: str) -> str:
