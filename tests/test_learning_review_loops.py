@@ -17,10 +17,20 @@ from tests.test_learning_extract import seed
 from tests.test_learning_review import call, finished
 from threadloom.config import Settings
 from threadloom.coordination.spawn import SpawnConfig
+from threadloom.errors import InvalidInput
+from threadloom.learning.candidates import Candidates
 from threadloom.learning.evolve import EvolveJob
 from threadloom.learning.harvest import Extractor
 from threadloom.learning.library import Library
-from threadloom.learning.reviewer import AUTO_REVIEW, MIN_NOTES, REVIEW, candidates, closed_threads, recent_dialog
+from threadloom.learning.reviewer import (
+    AUTO_REVIEW,
+    MIN_NOTES,
+    REVIEW,
+    candidates,
+    closed_threads,
+    decide,
+    recent_dialog,
+)
 from threadloom.runtime import Runtime, open_runtime
 from threadloom.sessions import SessionInfo
 
@@ -95,6 +105,8 @@ import json, sys, time
 from pathlib import Path
 from threadloom.coordination.spawn import SpawnConfig
 from threadloom.home import HomeLayout
+from threadloom.errors import InvalidInput
+from threadloom.learning.candidates import Candidates
 from threadloom.learning.evolve import EvolveJob
 from threadloom.learning.reviewer import REVIEW, candidates
 from threadloom.store.sqlite import open_store
@@ -138,3 +150,31 @@ def test_two_processes_racing_one_loop_make_one_pass_and_one_child(home: Path, r
         job.spawner.settle()  # its spawning process has exited: any process records how it ended
         time.sleep(0.5)
     assert job.spawner.status(task)["status"] == "done"
+
+
+def test_a_candidate_from_a_note_becomes_a_quote_or_a_note_on_its_thread(runtime: Runtime, tmp_path: Path) -> None:
+    repo = tmp_path / "r"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    info = SessionInfo(id="ana-2", vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1,
+                       user="ana")  # fmt: skip
+    runtime.sessions.open(info)
+    prov = info.provenance()
+    runtime.threads.create_project(prov, "Shop")
+    thread = runtime.threads.create(prov, "Webhooks")
+    runtime.notes.add_note(prov, "We decided to always pin the Stripe API version.", "decision", thread.id)
+    runtime.notes.add_note(prov, "Next time, never retry a webhook by hand.", "insight", thread.id)
+    Extractor(runtime.store).run()
+    found = {c["text"]: c["id"] for c in Candidates(runtime.store).listing("ana")["candidates"]}
+    pin = found["We decided to always pin the Stripe API version."]
+    retry = found["Next time, never retry a webhook by hand."]
+
+    done = decide(runtime, info, pin, "note", None, None, None, None, None, True)
+    assert done["written"]["kind"] == "note" and done["written"]["note"]["thread"] == thread.id
+    runtime.threads.set_status(prov, "done", "shipped", thread.id)
+    with pytest.raises(InvalidInput, match="would reopen it"):  # a finished thread is not reopened by a review
+        decide(runtime, info, retry, "note", None, None, None, None, None, True)
+    quoted = decide(runtime, info, retry, "quote", None, None, None, None, None, True)
+    assert quoted["written"]["kind"] == "quote"
+    assert runtime.threads.thread(prov, thread.id).status == "done"
+    with pytest.raises(InvalidInput, match="candidate id"):  # a person's session writes only from a candidate
+        decide(runtime, info, None, "lesson", None, None, "Always x.", None, None, True)
