@@ -28,6 +28,7 @@ from threadloom.learning.reviewer import (
     REVIEW,
     candidates,
     closed_threads,
+    configured,
     decide,
     recent_dialog,
 )
@@ -178,3 +179,15 @@ def test_a_candidate_from_a_note_becomes_a_quote_or_a_note_on_its_thread(runtime
     assert runtime.threads.thread(prov, thread.id).status == "done"
     with pytest.raises(InvalidInput, match="candidate id"):  # a person's session writes only from a candidate
         decide(runtime, info, None, "lesson", None, None, "Always x.", None, None, True)
+
+
+def test_the_settings_turn_each_loop_on_and_set_its_schedule_and_budget(tmp_path: Path) -> None:
+    off = {loop.name: on for loop, _, on in configured(Settings(home=tmp_path, embedder="none"))}
+    assert off == {"learning.review": False, "learning.auto_review": False, "learning.shadow": False}
+    s = Settings(home=tmp_path, embedder="none", learn_review=True, learn_review_interval=120, learn_shadow=True,
+                 learn_shadow_interval=60, learn_daily_tokens=5_000)  # fmt: skip
+    loops = {loop.name: (loop, gather, on) for loop, gather, on in configured(s)}
+    review, gather, on = loops["learning.review"]
+    assert on and review.interval_s == 120 and review.daily_tokens == 5_000 and gather is candidates
+    assert loops["learning.shadow"][0].interval_s == 60 and loops["learning.shadow"][2]
+    assert not loops["learning.auto_review"][2]
