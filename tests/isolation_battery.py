@@ -64,6 +64,30 @@ async def later_groups(p: Probe, alice: Alice) -> None:
     await p.tool("user_review", {"claim_id": alice.claim_id}, hidden=alice.claim_id)
     await p.tool("user_review", {})
     await p.tool("user_synthesis", {})
+    await personal_and_learning(p, alice)
+
+
+async def personal_and_learning(p: Probe, alice: Alice) -> None:
+    """Style memory, learning, curation and health: alice's habit, concept and insight are hers alone."""
+    await p.tool("style", {"view": "habits"})
+    await p.tool("style", {"view": "capsule", "revision": 1})
+    await p.tool("style_hint", {"hints": [{"kind": "catchphrase", "text": f"{p.label} says hey"}]})
+    for action in ("pin", "unpin", "forget", "profile_clear"):
+        await p.tool("style_manage", {"action": action, "target": alice.habit_id}, hidden=alice.habit_id)
+    await p.tool("learning_candidates", {"status": "pending", "limit": 50})
+    for candidate in (1, 2, 3):
+        await p.tool("learning_accept", {"id": candidate, "into": "lesson"})
+        await p.tool("learning_reject", {"ids": [candidate]})
+    for kind in ("skill", "lesson"):
+        await p.tool("skill_list", {"kind": kind})
+        await p.tool("skill_show", {"kind": kind, "name": "deploy-checklist"})
+        await p.tool("skill_used", {"kind": kind, "name": "deploy-checklist"})
+        await p.tool("skill_pin", {"kind": kind, "name": "deploy-checklist"})
+    await p.tool("concept_note", {"text": f"{SEARCH} retries hide things"})
+    await p.tool("insight", {"action": "vote", "id": alice.insight_id, "vote": "down"})
+    await p.tool("insight", {"action": "distill", "text": f"{p.label} thinks small"})
+    await p.tool("curate_report", {})
+    await p.tool("health", {"window_days": 30}, journal=True)  # lists their own calls and errors
 
 
 async def memories(p: Probe, alice: Alice, elsewhere: bool, first: bool, mine: str) -> None:

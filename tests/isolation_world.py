@@ -31,7 +31,7 @@ PRIVATE = {
     w: f"canary{w}"
     for w in (
         "keyed", "core", "linked", "superseding", "org", "pruned", "pinned", "quote", "projectquote",
-        "whisper", "ask", "reply", "task", "tasksignal", "tournament", "claim",
+        "whisper", "ask", "reply", "task", "tasksignal", "tournament", "claim", "habit", "concept", "insight",
     )
 }  # fmt: skip
 PROJECT = {w: f"sharedmark{w}" for w in ("first", "second", "third", "thread", "note")}
@@ -53,6 +53,8 @@ class Alice:
     ask_id: int = 0
     project: str = "shop"
     claim_id: str = ""
+    habit_id: str = ""
+    insight_id: int = 0
 
 
 async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -106,6 +108,13 @@ async def plant(a1: Client, a2: Client, alice: Alice, db: Path) -> None:
 
     claim = {"text": f"{SEARCH} prefers {PRIVATE['claim']}", "domain": "style", "statement": f"I like {SEARCH}"}
     alice.claim_id = str((await call(a1, "user_claim", claim))["claim"]["id"])
+    hint = {"kind": "catchphrase", "text": PRIVATE["habit"], "example": f"{PRIVATE['habit']} then"}
+    await call(a1, "style_hint", {"hints": [hint]})
+    await call(a2, "style_hint", {"hints": [hint]})  # a second session: the habit is active
+    habits = await call(a1, "style", {"view": "habits"})
+    alice.habit_id = next(h["id"] for h in habits["habits"] if PRIVATE["habit"] in str(h))
+    await call(a1, "concept_note", {"text": f"{SEARCH} retries hide {PRIVATE['concept']}"})
+    alice.insight_id = int((await call(a1, "insight", {"action": "distill", "text": PRIVATE["insight"]}))["id"])
     await call(a1, "signal_send", {"to": alice.sessions[1], "text": f"{SEARCH} {PRIVATE['whisper']}"})
     asked = await call(a1, "signal_send", {"kind": "ask", "to": alice.sessions[1], "text": PRIVATE["ask"]})
     alice.ask_id = int(asked["id"])

@@ -39,7 +39,8 @@ from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
 from threadloom.server.tools import TOOLS
 
-pytestmark = [pytest.mark.anyio, pytest.mark.slow]
+# Every tool of every group, three users, two transports: 2 min at load 10 on 2 cores, past the default limit.
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(600)]
 TOKEN = "matrix-token-0123456789"
 EVERY_TOOL = {t.name for t in (*TOOLS, *MEMORY_TOOLS, *THREAD_TOOLS, *COORDINATION_TOOLS)}
 
