@@ -24,9 +24,10 @@ from threadloom.store.sqlite import open_store
 from threadloom.store.transcripts import StoredMessage
 
 FIXTURE = Path(__file__).parent / "data" / "learning_utterances.jsonl"
-# Floors below the figures bench/learning.py measured on this fixture (see its docstring for them).
-OVERALL_FLOOR = {"precision": 0.9, "recall": 0.9}
-LOCALE_FLOOR = 0.75
+# Floors below what bench/learning.py measured (see its docstring): the cues were written against the dev split,
+# so its figures are optimistic; the held-out split was written after them and never tuned on.
+FLOORS = {"dev": (0.9, 0.9), "heldout": (0.7, 0.5)}
+LOCALE_FLOOR = 0.75  # per locale, dev split
 
 
 @pytest.fixture
@@ -56,20 +57,33 @@ def texts(store: Store, owner: str) -> list[str]:
     return [c["text"] for c in Candidates(store).listing(owner, limit=100)["candidates"]]
 
 
-def test_the_fixture_has_200_labelled_utterances_in_ten_locales_and_extraction_clears_the_floors() -> None:
-    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
-    assert len(rows) >= 200 and len({r["lang"] for r in rows}) >= 10 and len(LOCALES) >= 10
+def scores(rows: list[dict[str, str]]) -> dict[str, tuple[float, float]]:
+    """Precision and recall per language and overall ("all"): an utterance counts as extracted when it yields
+    at least one candidate."""
     counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])  # tp, fp, fn
     for r in rows:
         got, want = bool(harvest(r["text"])), r["label"] != "none"
-        c = counts[r["lang"]]
-        c[0] += got and want
-        c[1] += got and not want
-        c[2] += want and not got
-    tp, fp, fn = (sum(c[i] for c in counts.values()) for i in range(3))
-    assert tp / (tp + fp) >= OVERALL_FLOOR["precision"] and tp / (tp + fn) >= OVERALL_FLOOR["recall"]
-    for lang, (tp, fp, fn) in counts.items():
-        assert tp / max(1, tp + fp) >= LOCALE_FLOOR and tp / max(1, tp + fn) >= LOCALE_FLOOR, lang
+        for key in (r["lang"], "all"):
+            c = counts[key]
+            c[0] += got and want
+            c[1] += got and not want
+            c[2] += want and not got
+    return {k: (tp / max(1, tp + fp), tp / max(1, tp + fn)) for k, (tp, fp, fn) in counts.items()}
+
+
+def fixture(split: str) -> list[dict[str, str]]:
+    rows = [json.loads(line) for line in FIXTURE.read_text().splitlines()]
+    return [r for r in rows if r.get("split", "dev") == split]
+
+
+def test_the_fixture_has_200_labelled_utterances_in_ten_locales_and_extraction_clears_the_floors() -> None:
+    dev, heldout = fixture("dev"), fixture("heldout")
+    assert len(dev) + len(heldout) >= 200 and len({r["lang"] for r in dev}) >= 10 and len(LOCALES) >= 10
+    for split, rows in (("dev", dev), ("heldout", heldout)):
+        precision, recall = scores(rows)["all"]
+        assert precision >= FLOORS[split][0] and recall >= FLOORS[split][1], (split, precision, recall)
+    for lang, (precision, recall) in scores(dev).items():
+        assert precision >= LOCALE_FLOOR and recall >= LOCALE_FLOOR, lang
 
 
 def test_tool_noise_and_wrapping_are_never_candidates() -> None:

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from threadloom.learning.locales import Compiled, any_cue, compiled, leading_fillers
+from threadloom.learning.locales import Compiled, any_veto, compiled, cue_locales, leading_fillers
 
 MAX_CANDIDATE_CHARS: Final = 1_000  # a longer "sentence" is a paste, not a rule
 MAX_SCANNED_CHARS: Final = 64_000  # of one message: a pasted log past this is not read for rules
@@ -63,12 +63,17 @@ def is_noise(text: str) -> bool:
 def classify(sentence: str) -> tuple[str, str] | None:
     """(kind, locale) when `sentence` is decision- or rule-shaped, else None."""
     s = sentence.strip()
-    if not s or s.endswith(("?", "？")) or not any_cue().search(s) or not _long_enough(s):
+    if not s or s.endswith(("?", "？")) or not _long_enough(s):
         return None
-    cues = compiled()
-    if any(c.veto is not None and c.veto.search(s) for c in cues):  # any locale's: "nie wiem" is no German "nie"
+    near = cue_locales(s)
+    if not near:  # most sentences: one search
         return None
-    for c in cues:
+    veto = any_veto()  # any locale's: "nie wiem" is no German "nie"
+    if veto is not None and veto.search(s):
+        return None
+    for c in compiled():
+        if c.locale not in near:
+            continue
         if c.decision.search(s):
             return "decision", c.locale
         if c.rule.search(s) or (c.starts is not None and c.starts.match(s)) or _always(c, s):

@@ -307,6 +307,38 @@ def any_cue() -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
 
 
+_LITERAL: Final = re.compile(r"[^\W\d_]+")
+_CJK_CHAR: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+
+
+@cache
+def _keywords() -> dict[str, re.Pattern[str]]:
+    """Per locale, the letters every match of one of its cues contains (each cue's words of 3+ letters,
+    any CJK run): a pattern of plain literals, which the regex engine scans by first character."""
+    out = {}
+    for name, c in LOCALES.items():
+        words = set()
+        for p in (*c.decision, *c.rule, *c.always, *c.starts):
+            words |= {w.lower() for w in _LITERAL.findall(p) if len(w) >= 3 or _CJK_CHAR.search(w)}
+        # Case-sensitive over a lowered sentence: IGNORECASE costs the engine its first-character scan (8x).
+        out[name] = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
+    return out
+
+
+def cue_locales(sentence: str) -> set[str]:
+    """The locales one of whose cue words occurs in `sentence`: a superset of those whose cues match, found
+    with plain-literal searches (most sentences name no cue word and cost only these)."""
+    lowered = sentence.lower()
+    return {name for name, words in _keywords().items() if words.search(lowered)}
+
+
+@cache
+def any_veto() -> re.Pattern[str] | None:
+    """Every locale's vetoes in one pattern ("nie wiem" is no German "nie"): one search for all."""
+    parts = [f"(?:{c.veto.pattern})" for c in compiled() if c.veto is not None]
+    return re.compile("|".join(parts), re.IGNORECASE) if parts else None
+
+
 @cache
 def leading_fillers() -> re.Pattern[str]:
     return re.compile(rf"^{FILLERS}", re.IGNORECASE)
