@@ -125,8 +125,6 @@ def _register_groups() -> None:
     app.add_typer(learn_app, name="learn")
     app.add_typer(skills_app, name="skills")
     app.add_typer(user_app, name="user")
-    app.add_typer(learn_app, name="learn")
-    app.add_typer(learn_app, name="learn")
     app.add_typer(style_app, name="style")
     app.command()(doctor)
     app.command()(check)
