@@ -35,7 +35,7 @@ from threadloom.memory.model import memory_document
 from threadloom.store import documents
 from threadloom.store.base import Reader, Writer
 from threadloom.store.erasure_claims import CLAIMS, Erasable
-from threadloom.store.erasure_style import STYLE
+from threadloom.store.erasure_style import STYLE, drop_examples
 from threadloom.store.memories import to_memory
 
 OTHER_KINDS: Final[dict[str, Erasable]] = {CLAIMS.name: CLAIMS, STYLE.name: STYLE}
@@ -187,6 +187,8 @@ def erase(w: Writer, kinds: Sequence[str], owner: str, sel: Selector) -> dict[st
             memory_ids.extend(str(i) for i in ids + archived)
         if kind == "notes":
             texts.extend(_json_fragment(t[:100]) for (t,) in _texts(w, "thread_notes", "text", ids))
+        if kind == "transcripts":
+            texts.extend(_json_fragment(e) for e in drop_examples(w, owner, _sessions(w, ids)))
         doc_refs = _document_refs(w, kind, ids)
         vectors += _vector_count(w, doc_refs)
         for doc_kind, ref in doc_refs:
@@ -202,6 +204,15 @@ def erase(w: Writer, kinds: Sequence[str], owner: str, sel: Selector) -> dict[st
         w.execute("INSERT INTO documents_fts (documents_fts) VALUES ('optimize')")
     w.execute(f"PRAGMA secure_delete = {before}")  # the connection's later writes go back to the usual cost
     return counts
+
+
+def _sessions(r: Reader, ids: list[Any]) -> set[str]:
+    """The erased messages' sessions, as style learning names them ("<source>:<session id>")."""
+    found: set[str] = set()
+    for chunk in _chunks(ids):
+        sql = f"SELECT DISTINCT source || ':' || session_id FROM transcript_messages WHERE id IN ({_keys(chunk)})"
+        found.update(s for (s,) in r.tuples(sql, _named(chunk)))
+    return found
 
 
 def _document_refs(r: Reader, kind: str, ids: list[Any]) -> list[tuple[str, str]]:

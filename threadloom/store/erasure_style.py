@@ -82,4 +82,24 @@ def erase(w: Writer, owner: str, sel: Selector) -> tuple[dict[str, int], list[st
     return {"style_habits": len(picked), "style_sightings": sightings, "style_profile": len(prefs)}, traces
 
 
+def drop_examples(w: Writer, owner: str, sessions: set[str]) -> list[str]:
+    """Forgetting transcripts takes the user's words out of style memory too: the example of every habit
+    sighted in `sessions` ("<source>:<session id>", as learning names them) may be cut from an erased
+    message, so it goes (a later sighting brings a new one), and with it every capsule snapshot quoting it.
+    The habits stay. The examples dropped, for the replay and event records."""
+    dropped: list[str] = []
+    ordered = sorted(sessions)
+    for chunk in [ordered[i : i + 500] for i in range(0, len(ordered), 500)]:
+        keys, named = placeholders("k", chunk)
+        sighted = f"SELECT habit_id FROM style_observations WHERE owner = :o AND session IN ({keys})"
+        where = f"owner = :o AND example IS NOT NULL AND id IN ({sighted})"
+        dropped += [e for (e,) in w.tuples(f"SELECT example FROM style_habits WHERE {where}", named | {"o": owner})]
+        w.execute(f"UPDATE style_habits SET example = NULL WHERE {where}", named | {"o": owner})
+    if dropped:
+        w.execute("DELETE FROM style_revisions WHERE owner = :o", {"o": owner})
+        w.execute("UPDATE style_state SET digest = 'erased' WHERE owner = :o", {"o": owner})
+        capsule.refresh(w, owner, now_ms())
+    return dropped
+
+
 STYLE: Final = Erasable("style", matching, erase)
