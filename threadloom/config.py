@@ -183,8 +183,12 @@ class Settings(BaseSettings):
         return [Path(r.strip()).expanduser() for r in self.http_roots.split(",") if r.strip()]
 
 
+# Set by threadloom itself in a spawned child's environment for the agent to read (its task id): not a setting.
+CHILD_KEYS = frozenset({"THREADLOOM_TASK"})
+
+
 def known_env_keys() -> frozenset[str]:
-    return frozenset(ENV_PREFIX + name.upper() for name in Settings.model_fields) | set(PER_SESSION_KEYS)
+    return frozenset(ENV_PREFIX + name.upper() for name in Settings.model_fields) | set(PER_SESSION_KEYS) | CHILD_KEYS
 
 
 def _read_env_file_keys(path: Path) -> list[str]:
