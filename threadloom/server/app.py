@@ -88,7 +88,10 @@ class ThreadloomServer(MCPServer[Any]):
         problem = self._unknown_arguments(name, arguments) or argument_problem(arguments)
         if problem:
             return errors.error_result(problem, retryable=False)
-        request = self._request(name, arguments, context)
+        try:
+            request = self._request(name, arguments, context)
+        except ToolError as exc:  # a bad key is a bad argument: said like one, not as the SDK's bare text
+            return errors.error_result(str(exc), retryable=False)
         if request is not None:
             replayed = await self.runtime.call(requests.earlier, self.runtime.store, *astuple(request)[:3])
             if replayed is not None:
