@@ -25,6 +25,13 @@ _REFUSED: Final[list[tuple[str, re.Pattern[str]]]] = [
             re.IGNORECASE,
         ),
     ),
+    (  # a self-introduction then a capitalised word ("soy Juan", "I'm Ana"): case matters, so apart
+        "a name",
+        re.compile(
+            r"\b(?:[Ii] am|[Ii]'m|[Ss]oy|[Jj]e m'appelle|[Ii]ch hei(?:ß|ss)e|[Mm]i chiamo) "
+            r"[A-ZÁÉÍÓÚÑ][a-záéíóúñ]+\b"
+        ),
+    ),
     ("an email address", re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+")),
     ("a phone number", re.compile(r"\+\d[\d ()-]{7,}\d|\b\d{3}[ .-]\d{3}[ .-]\d{4}\b|\b\d{9,}\b")),
     (
