@@ -51,9 +51,12 @@ def _ms(d: date) -> int:
     return int(datetime(d.year, d.month, d.day, tzinfo=UTC).timestamp() * 1000)
 
 
-def _month_window(year: int, month: int, phrase: str) -> Window:
-    last = calendar.monthrange(year, month)[1]
-    return Window(_ms(date(year, month, 1)), _ms(date(year, month, last) + timedelta(days=1)), phrase)
+def _month_window(year: int, month: int, phrase: str) -> Window | None:
+    try:  # a month of year 9999 ends past what `date` holds
+        last = calendar.monthrange(year, month)[1]
+        return Window(_ms(date(year, month, 1)), _ms(date(year, month, last) + timedelta(days=1)), phrase)
+    except (ValueError, OverflowError):
+        return None
 
 
 def _day_window(d: date, phrase: str, slack_days: int = 1) -> Window:
@@ -104,8 +107,10 @@ def windows(text: str, now: datetime) -> list[Window]:
     for m in _AGO.finditer(text):
         amount = int(m.group(1)) if m.group(1).isdigit() else _NUMBERS[m.group(1).lower()]
         days = amount * _UNIT_DAYS[m.group(2).lower()]
-        centre = now.date() - timedelta(days=days)
-        add(m, _day_window(centre, m.group(0), slack_days=max(1, days // 4)))
+        try:  # "5000 years ago" is before year 1
+            add(m, _day_window(now.date() - timedelta(days=days), m.group(0), slack_days=max(1, days // 4)))
+        except OverflowError:
+            continue
     for m in _LAST_UNIT.finditer(text):
         days = _UNIT_DAYS[m.group(1).lower()]
         add(m, Window(_ms(now.date() - timedelta(days=2 * days)), _ms(now.date() + timedelta(days=1)), m.group(0)))
@@ -119,5 +124,5 @@ def windows(text: str, now: datetime) -> list[Window]:
 def _safe_day(year: int, month: int, day: int, phrase: str) -> Window | None:
     try:
         return _day_window(date(year, month, day), phrase)
-    except ValueError:
+    except (ValueError, OverflowError):  # no such day, or its window's slack is past year 1 or 9999
         return None
