@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import secrets
+import unicodedata
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
@@ -59,7 +60,7 @@ def check_text(value: object, name: str = "text", limit: int = MAX_TEXT_CHARS) -
     if not isinstance(value, str):
         raise InvalidInput(f"{name} is a string")
     text = " ".join(value.split())
-    if not text:
+    if not any(unicodedata.category(c)[0] not in "CZ" for c in text):  # "\u202e" or zero-width spaces say nothing
         raise InvalidInput(f"{name} is empty: a claim says something about the user")
     if len(text) > limit:
         raise InvalidInput(f"{name} is {len(text):,} characters; at most {limit:,}")
