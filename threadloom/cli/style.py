@@ -33,7 +33,10 @@ def show(
 
     def act(rt: Runtime, prov: Provenance) -> Any:
         found = StyleMemory(rt.store, rt.scrubber).view(prov, revision, rt.settings.egress)
-        return found if as_json else found.get("text", f"{found['mode']} (revision {found['revision']})")
+        if as_json:
+            return found
+        text = found.get("text", f"{found['mode']} (revision {found['revision']})")
+        return f"{text}\n{found['withheld']}" if found.get("withheld") else text  # the agent learns it exists
 
     run_in_session(act, as_json=as_json)
 
