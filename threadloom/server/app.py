@@ -21,6 +21,7 @@ from pydantic import ValidationError
 from threadloom import __version__, requests, scrub
 from threadloom.errors import ThreadloomError
 from threadloom.guide import INSTRUCTIONS, instructions_for
+from threadloom.identity import detect_vendor
 from threadloom.requests import Request
 from threadloom.runtime import Runtime
 from threadloom.server import errors
@@ -133,8 +134,12 @@ class ThreadloomServer(MCPServer[Any]):
             return None
         if not isinstance(key, str) or not 1 <= len(key) <= requests.MAX_KEY_CHARS:
             raise ToolError(f"an idempotency key is a string of 1-{requests.MAX_KEY_CHARS} characters")
-        owner = connection_of(context.request_context).identity().user
-        return Request(owner, name, key)
+        conn = connection_of(context.request_context)
+        # A replay hands back the first call's result, personal memory included: scoped to the vendor of the
+        # session (a retry comes from the same CLI), so another vendor's session never reads what egress withholds.
+        params = context.request_context.session.client_params
+        vendor = detect_vendor(params.client_info.name if params else None, conn.env)
+        return Request(conn.identity().user, name, f"{vendor}:{key}")
 
     def _unknown_arguments(self, name: str, arguments: dict[str, Any]) -> str | None:
         """Reject misspelt arguments instead of silently dropping them."""
