@@ -34,7 +34,7 @@ from threadloom.errors import StoreBusy, StoreError
 from threadloom.memory.model import memory_document
 from threadloom.store import documents
 from threadloom.store.base import Reader, Writer
-from threadloom.store.erasure_claims import CLAIMS, Erasable
+from threadloom.store.erasure_claims import CLAIMS, Erasable, drop_derived
 from threadloom.store.erasure_style import STYLE, drop_examples
 from threadloom.store.memories import to_memory
 
@@ -189,6 +189,8 @@ def erase(w: Writer, kinds: Sequence[str], owner: str, sel: Selector) -> dict[st
             texts.extend(_json_fragment(t[:100]) for (t,) in _texts(w, "thread_notes", "text", ids))
         if kind == "transcripts":
             texts.extend(_json_fragment(e) for e in drop_examples(w, owner, _sessions(w, ids)))
+            counts["claims_derived"], traces = drop_derived(w, owner, ids)
+            texts.extend(_json_fragment(t) for t in traces)
         doc_refs = _document_refs(w, kind, ids)
         vectors += _vector_count(w, doc_refs)
         for doc_kind, ref in doc_refs:

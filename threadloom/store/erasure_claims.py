@@ -101,6 +101,53 @@ def erase(w: Writer, owner: str, sel: Selector) -> tuple[dict[str, int], list[st
     alone, alone_params = _evidence_where(owner, sel)
     apart = [int(i) for (i,) in w.tuples(f"SELECT e.id FROM user_evidence e WHERE {alone}", alone_params)]
     traces = _texts(w, ids, apart)
+    evidence = 0
+    touched: set[str] = set()
+    for chunk in _chunks(apart):
+        keys, named = placeholders("k", list(chunk))
+        touched.update(str(c) for (c,) in w.tuples(f"SELECT claim_id FROM user_evidence WHERE id IN ({keys})", named))
+        w.execute(f"UPDATE user_claim_tiers SET evidence_id = NULL WHERE evidence_id IN ({keys})", named)
+        evidence += w.execute(f"DELETE FROM user_evidence WHERE id IN ({keys})", named)
+    with_claims, tiers = _erase_claims(w, ids)
+    for claim_id in sorted(touched - set(ids)):
+        _recount(w, claim_id)
+    return {"claims": len(ids), "claim_evidence": evidence + with_claims, "claim_tiers": tiers}, ids + traces
+
+
+def drop_derived(w: Writer, owner: str, message_ids: Sequence[Any]) -> tuple[int, list[str]]:
+    """What the user model took from erased transcript messages: evidence citing them goes, and a claim a
+    background job made (no session) left with no evidence goes too (its text was the message's words).
+    A claim someone stated in a session stays, recounted. How many claims went, and their texts."""
+    refs = [str(i) for i in message_ids]
+    touched: set[str] = set()
+    for chunk in _chunks(refs):
+        keys, named = placeholders("m", list(chunk))
+        cited = (
+            "SELECT e.id FROM user_evidence e JOIN user_claims c ON c.id = e.claim_id WHERE c.owner = :o "
+            f"AND e.source = 'message' AND e.ref IN ({keys})"
+        )
+        params = named | {"o": owner}
+        touched.update(str(c) for (c,) in w.tuples(f"SELECT claim_id FROM user_evidence WHERE id IN ({cited})", params))
+        w.execute(f"UPDATE user_claim_tiers SET evidence_id = NULL WHERE evidence_id IN ({cited})", params)
+        w.execute(f"DELETE FROM user_evidence WHERE id IN ({cited})", params)
+    bare = [
+        c
+        for c in sorted(touched)
+        if w.scalar(
+            "SELECT COUNT(*) FROM user_claims c WHERE c.id = :c AND c.session_id IS NULL "
+            "AND NOT EXISTS (SELECT 1 FROM user_evidence e WHERE e.claim_id = c.id)",
+            {"c": c},
+        )
+    ]
+    for claim_id in sorted(touched - set(bare)):
+        _recount(w, claim_id)
+    traces = _texts(w, bare, [])
+    _erase_claims(w, bare)
+    return len(bare), bare + traces
+
+
+def _erase_claims(w: Writer, ids: list[str]) -> tuple[int, int]:
+    """Claims by id with their evidence and tiers, the links of others to them kept valid; (evidence, tiers)."""
     evidence = tiers = 0
     for chunk in _chunks(ids):
         keys, named = placeholders("k", list(chunk))
@@ -112,18 +159,8 @@ def erase(w: Writer, owner: str, sel: Selector) -> tuple[dict[str, int], list[st
         w.execute(f"UPDATE user_claims SET supersedes = NULL WHERE supersedes IN ({keys})", named)
         tiers += w.execute(f"DELETE FROM user_claim_tiers WHERE claim_id IN ({keys})", named)
         evidence += w.execute(f"DELETE FROM user_evidence WHERE claim_id IN ({keys})", named)
-    touched: set[str] = set()
-    for chunk in _chunks(apart):
-        keys, named = placeholders("k", list(chunk))
-        touched.update(str(c) for (c,) in w.tuples(f"SELECT claim_id FROM user_evidence WHERE id IN ({keys})", named))
-        w.execute(f"UPDATE user_claim_tiers SET evidence_id = NULL WHERE evidence_id IN ({keys})", named)
-        evidence += w.execute(f"DELETE FROM user_evidence WHERE id IN ({keys})", named)
-    for chunk in _chunks(ids):
-        keys, named = placeholders("k", list(chunk))
         w.execute(f"DELETE FROM user_claims WHERE id IN ({keys})", named)
-    for claim_id in sorted(touched):
-        _recount(w, claim_id)
-    return {"claims": len(ids), "claim_evidence": evidence, "claim_tiers": tiers}, ids + traces
+    return evidence, tiers
 
 
 def _recount(w: Writer, claim_id: str) -> None:
