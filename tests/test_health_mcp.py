@@ -103,6 +103,8 @@ def test_top_on_a_terminal_redraws_until_interrupted_and_restores_the_screen(hom
     env = env_for(home, COLUMNS="150", LINES="60")
     pid, fd = pty.fork()
     if pid == 0:  # the child: threadloom top on a terminal
+        # A shell's background job starts with SIGINT ignored, and exec keeps that: Ctrl-C must reach top.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
         os.execve(sys.executable, [sys.executable, "-m", "threadloom", "top", "--interval", "0.2"], env)
     seen = b""
     deadline = time.monotonic() + 60
@@ -111,7 +113,8 @@ def test_top_on_a_terminal_redraws_until_interrupted_and_restores_the_screen(hom
             if select.select([fd], [], [], 0.2)[0]:
                 seen += os.read(fd, 65536)
         os.kill(pid, signal.SIGINT)
-        while True:  # what it writes on its way out (leaving the alternate screen)
+        leaving = time.monotonic() + 15
+        while time.monotonic() < leaving:  # what it writes on its way out (leaving the alternate screen)
             if not select.select([fd], [], [], 5)[0]:
                 break
             try:
@@ -122,7 +125,10 @@ def test_top_on_a_terminal_redraws_until_interrupted_and_restores_the_screen(hom
                 break
             seen += chunk
     finally:
-        _, status = os.waitpid(pid, 0)
+        ended, status = os.waitpid(pid, os.WNOHANG)
+        if ended == 0:  # still running: Ctrl-C did not end it
+            os.kill(pid, signal.SIGKILL)
+            _, status = os.waitpid(pid, 0)
         os.close(fd)
     assert seen.count(b"threadloom health for") >= 3  # redrawn, not printed once
     assert os.waitstatus_to_exitcode(status) == 0
