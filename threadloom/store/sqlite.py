@@ -86,6 +86,9 @@ class _Cursor:
 
 
 READ_MMAP_BYTES = 1 << 30
+# The writer's page cache: inserts land all over the unique and session indexes of a growing table (random
+# message keys); 2 MB (the default) let a 100k-message ingest re-read index pages (3,241 -> 3,537 a second).
+WRITE_CACHE_KIB = 65_536
 
 
 class SqliteStore:
@@ -124,6 +127,7 @@ class SqliteStore:
             conn.execute(f"PRAGMA mmap_size = {READ_MMAP_BYTES}")
         else:
             conn.execute("PRAGMA foreign_keys = ON")
+            conn.execute(f"PRAGMA cache_size = -{WRITE_CACHE_KIB}")
         with self._conns_lock:
             self._all_conns.append(conn)
         return conn
