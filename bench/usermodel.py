@@ -1,12 +1,12 @@
-"""User-model benchmark: the session brief with 500 claims about the user, against the same store's brief
-for a user with none (the baseline, same run), plus the cost of a claim, a piece of evidence and the
+"""User-model benchmark: the session brief with 500 claims about the user (then with 200 style habits beside
+them), against the same store's brief for a user with none (the baseline, same run), plus the cost of a claim, a piece of evidence and the
 synthesis; and the observation miner's cost per message (against reading the same messages alone, same run)
 with its precision and recall on the labelled fixture (tests/data/usermodel_mining.jsonl).
 
 Claims are written through the public path (UserModel, what the user_claim and user_evidence tools call):
 a third validated (four statements each), a third observed, a third hypotheses, a few disputed.
 
-    python bench/usermodel.py [--claims 500] [--runs 50] [--messages 5000]
+    python bench/usermodel.py [--claims 500] [--habits 200] [--runs 50] [--messages 5000]
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from threadloom.config import Settings
 from threadloom.identity import Provenance
 from threadloom.runtime import Runtime, open_runtime
 from threadloom.sessions import SessionInfo
+from threadloom.style import StyleMemory
 from threadloom.usermodel import UserModel
 
 DOMAINS = ("style", "values", "workflow", "technical", "communication", "context")
@@ -61,6 +62,16 @@ def populate(model: UserModel, prov: Provenance, n: int) -> tuple[list[float], l
     return claim_ms, evidence_ms
 
 
+def habits(runtime: Runtime, prov: Provenance, n: int) -> None:
+    """`n` style habits made active (each hinted in two sessions) with a profile item, as style_hint writes them."""
+    memory = StyleMemory(runtime.store, runtime.scrubber)
+    for session in ("s1", "s2"):
+        hinter = Provenance(session_id=session, vendor=prov.vendor, project=prov.project, user=prov.user)
+        for i in range(0, n, 8):
+            hints = [{"kind": "idiolect", "text": f"pet phrase {j}"} for j in range(i, min(i + 8, n))]
+            memory.hint(hinter, hints, ["conclusions first"] if i == 0 else [])
+
+
 def timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
     fn()  # warm
     samples = []
@@ -74,6 +85,7 @@ def timed(fn: Callable[[], Any], runs: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--claims", type=int, default=500)
+    parser.add_argument("--habits", type=int, default=200, help="active style habits beside the claims")
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--messages", type=int, default=5000, help="ingested messages the miner reads")
     args = parser.parse_args()
@@ -90,10 +102,15 @@ def main() -> None:
             tiers = {
                 t: sum(1 for c in listed if c["tier"] == t) for t in ("hypothesis", "observed", "validated", "disputed")
             }
+            claims_only = timed(lambda: render_brief(runtime, ana), args.runs)
+            habits(runtime, ana, args.habits)
             brief = render_brief(runtime, ana)
             rows = {
                 "brief, no claims (baseline)": timed(lambda: render_brief(runtime, bob), args.runs),
-                f"brief, {args.claims} claims": timed(lambda: render_brief(runtime, ana), args.runs),
+                f"brief, {args.claims} claims": claims_only,
+                f"brief, {args.claims} claims + {args.habits} habits": timed(
+                    lambda: render_brief(runtime, ana), args.runs
+                ),
                 f"user_synthesis, {args.claims} claims": timed(lambda: model.synthesis(ana), args.runs),
                 "user_review (list every claim)": timed(lambda: model.claims(ana), args.runs),
             }
