@@ -1,7 +1,8 @@
 """User-model benchmark: the session brief with 500 claims about the user (then with 200 style habits beside
-them), against the same store's brief for a user with none (the baseline, same run), plus the cost of a claim, a piece of evidence and the
-synthesis; and the observation miner's cost per message (against reading the same messages alone, same run)
-with its precision and recall on the labelled fixture (tests/data/usermodel_mining.jsonl).
+them), against the same store's brief for a user with none (the baseline, same run), plus the cost of a
+claim, a piece of evidence and the synthesis; and the observation miner's cost per message (against reading
+the same messages alone, same run) with its precision and recall on the labelled fixture
+(tests/data/usermodel_mining.jsonl).
 
 Claims are written through the public path (UserModel, what the user_claim and user_evidence tools call):
 a third validated (four statements each), a third observed, a third hypotheses, a few disputed.
