@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-import numpy as np
-
 from threadloom.learning.locales import any_cue
 from threadloom.memory.similarity import link_floor
 from threadloom.search.query import STOPWORDS
@@ -63,6 +61,8 @@ class Clusterer:
 
     def vectors(self, texts: Sequence[str]) -> tuple[list[bytes | None], str | None]:
         """The texts' embeddings as stored bytes and the model's fingerprint (Nones without a model)."""
+        import numpy as np
+
         if self.embedder is None or not texts:
             return [None] * len(texts), None
         matrix = self.embedder.embed_documents(list(texts))
@@ -107,6 +107,8 @@ class _Pool:
         self.vector_at: list[int] = []
 
     def add(self, cluster: int | None, index: int | None, words: frozenset[str], vec: Matrix | None) -> None:
+        import numpy as np
+
         at = len(self.clusters)
         self.clusters.append(cluster)
         self.indexes.append(index)
@@ -141,6 +143,8 @@ class _Pool:
         return best
 
     def nearest(self, vec: Matrix | None) -> tuple[float, int | None]:
+        import numpy as np
+
         if vec is None or self.matrix is None:
             return 0.0, None
         scores = self.matrix[: len(self.vector_at)] @ vec
@@ -149,6 +153,8 @@ class _Pool:
 
 
 def _vector(raw: bytes | None) -> Matrix | None:
+    import numpy as np
+
     if raw is None:
         return None
     return np.frombuffer(raw, dtype=np.float32)

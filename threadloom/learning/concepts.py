@@ -11,8 +11,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
 from threadloom.identity import check_user
@@ -61,6 +59,8 @@ class Concepts:
 
     def observe(self, owner: str, text: str, source: str, session_id: str | None = None) -> dict[str, Any]:
         """Note that `text` was seen at `source`: a new concept, or one more observation of the same one."""
+        import numpy as np
+
         owner = check_user(owner, "the owner")
         text = self.scrubber.text(check_text(text, MAX_TEXT, "a concept"))
         source = self.scrubber.text(check_source(source))
@@ -115,6 +115,8 @@ class Concepts:
 
 
 def _nearest(w: Reader, owner: str, vector: Any, model: str | None, floor: float) -> tuple[Any, float | None]:
+    import numpy as np
+
     rows = w.rows(
         "SELECT id, text, vector FROM concepts WHERE owner = :o AND vector_model = :m AND vector IS NOT NULL "
         "ORDER BY confidence DESC, id DESC LIMIT :n",

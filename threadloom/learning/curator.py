@@ -25,8 +25,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
-import numpy as np
-
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import check_user
@@ -212,6 +210,8 @@ class Curator:
         )
 
     def _similarity(self) -> tuple[Any, float]:
+        import numpy as np
+
         embedder = self.embedder
         if embedder is None:
             return None, 1.0

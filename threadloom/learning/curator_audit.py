@@ -19,8 +19,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-import numpy as np
-
 from threadloom.errors import InvalidInput
 from threadloom.learning.skills import REFERENCES, SKILL_FILE, files_digest, parse
 
@@ -183,6 +181,8 @@ def _duplicates(
     """Pairs of one kind that say the same, most alike first. Word overlap by prefix filtering (exact: two
     sets with Jaccard >= t share one of the rarest len - ceil(t * len) + 1 words of each), so a library is
     not compared pair by pair; cosine over the embedder's matrix."""
+    import numpy as np
+
     words = [set(t.split()) for t in texts]
     found: dict[tuple[int, int], float] = {}
     for i, j in _candidates(words):
