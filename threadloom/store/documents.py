@@ -1,8 +1,9 @@
 """The document index in SQLite: rows, their FTS5 full-text index and their vectors.
 
 Everything dialect-specific about search lives here (FTS5 match syntax, bm25(),
-upserts); the engine in `threadloom.search` sees only plain rows and scores. Full-text
-entries follow their rows through triggers, and vectors are deleted with their rows
+upserts); the engine in `threadloom.search` sees only plain rows and scores. A new row's
+full-text entry is written here beside it (see `_write`); changes and deletions reach the
+index through triggers. Vectors are deleted with their rows
 (ON DELETE CASCADE) and carry the content hash they were computed from, so a vector
 can never outlive or silently mismatch its row.
 """
