@@ -39,7 +39,7 @@ from threadloom.dialog.search import DialogSearch
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
-from threadloom.store import documents
+from threadloom.store import document_vectors, documents
 from threadloom.store import transcripts as tables
 from threadloom.store.base import Store, Writer
 from threadloom.store.sqlite import open_store
@@ -103,7 +103,7 @@ def add_vectors(store: Store, embedder: Any, embedded: int, rng: np.random.Gener
                 base = real[doc_id % len(real)] + rng.normal(0, 0.02, real.shape[1]).astype(np.float32)
                 base /= np.linalg.norm(base)
                 digest = documents.content_hash(Document("transcript", "x", body, title=title))
-                documents.put_vector(w, int(doc_id), fp, digest, base.astype(np.float32).tobytes())
+                document_vectors.put_vector(w, int(doc_id), fp, digest, base.astype(np.float32).tobytes())
 
         store.write(write)
     return model_s, total

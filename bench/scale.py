@@ -28,7 +28,7 @@ from threadloom.search.embedder import fingerprint
 from threadloom.search.engine import SearchEngine, SearchTuning
 from threadloom.search.fusion import FusionWeights
 from threadloom.search.model import Document, Filters
-from threadloom.store import documents, vector_facets
+from threadloom.store import document_vectors, vector_facets
 from threadloom.store.sqlite import open_store
 
 DIM = 384
@@ -116,7 +116,7 @@ def build(path: Path, n: int, rng: np.random.Generator, centres: np.ndarray) -> 
             }
             for offset, vec in enumerate(vecs):
                 doc_id = first + offset + 1
-                documents.put_vector(w, doc_id, FP, hashes[doc_id], vec.tobytes())
+                document_vectors.put_vector(w, doc_id, FP, hashes[doc_id], vec.tobytes())
 
         store.write(write)
     vector_s = time.perf_counter() - started

@@ -6,7 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from tests import postgres_server
 from tests.helpers import HOMES, new_home, processes_using, stop_everything
+from threadloom.store.base import Store
+from threadloom.store.sqlite import open_store
 
 
 @pytest.fixture
@@ -43,3 +46,42 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if leaked:
         print(f"\nLEAKED PROCESSES after the test run: {leaked}")
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+# PostgreSQL (tests/postgres_server.py): one cluster a run, a scratch database a test.
+
+
+@pytest.fixture(scope="session")
+def postgres_cluster() -> Iterator[str]:
+    yield from postgres_server.cluster()
+
+
+@pytest.fixture
+def postgres_url(postgres_cluster: str) -> Iterator[str]:
+    """A migrated scratch database of its own for one test."""
+    yield from postgres_server.scratch_database(postgres_cluster)
+
+
+class Backend:
+    """Opens the store of one backend for a test: SQLite in the test's folder, or its PostgreSQL database."""
+
+    def __init__(self, name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+        self.name = name
+        self._tmp_path = tmp_path
+        self._request = request
+        self.url: str | None = None
+
+    def open(self, **options: int) -> Store:
+        if self.name == "sqlite":
+            return open_store(self._tmp_path / "threadloom.db", **options)
+        if self.url is None:
+            self.url = self._request.getfixturevalue("postgres_url")
+        from threadloom.store.postgres import open_postgres
+
+        return open_postgres(self.url, **options)
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.slow)])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Each store-level and service test that takes it runs on both backends (PostgreSQL in the slow tier)."""
+    return Backend(str(request.param), tmp_path, request)

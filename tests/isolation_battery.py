@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from tests.isolation_probe import Probe
-from tests.isolation_world import ALICE_THREAD, CORE_KEY, DUP_TEXT, IDEMPOTENCY_KEY, PRIVATE, SEARCH, Alice
+from tests.isolation_world import ALICE_SKILL, ALICE_THREAD, CORE_KEY, DUP_TEXT, IDEMPOTENCY_KEY, PRIVATE, SEARCH, Alice
 
 EVERY_STATUS = ["active", "dormant", "fading"]
 
@@ -56,8 +56,9 @@ async def later_groups(p: Probe, alice: Alice) -> None:
     await p.tool("dialog_search", {"query": SEARCH, "limit": 50})
     await p.tool("dialog_read", {"session": alice.sessions[0]})
     await p.tool("dialog_day", {})
-    await p.tool("forget", {"text": SEARCH, "kinds": ["transcripts", "memories", "notes"]})
+    await p.tool("forget", {"text": SEARCH, "kinds": ["transcripts", "memories", "notes", "learning"]})
     await p.tool("forget", {"text": PRIVATE["keyed"], "kinds": ["memories", "notes"], "dry_run": False})
+    await p.tool("forget", {"text": SEARCH, "kinds": ["learning"], "dry_run": False})  # alice's skill holds it
     await p.tool("user_claim", {"text": f"{p.label} likes short answers", "domain": "communication"})
     await p.tool("user_claim", {"supersedes": alice.claim_id, "text": "rewritten"}, hidden=alice.claim_id)
     await p.tool("user_evidence", {"claim_id": alice.claim_id, "ref": "I agree"}, hidden=alice.claim_id)
@@ -68,7 +69,8 @@ async def later_groups(p: Probe, alice: Alice) -> None:
 
 
 async def personal_and_learning(p: Probe, alice: Alice) -> None:
-    """Style memory, learning, curation and health: alice's habit, concept and insight are hers alone."""
+    """Style memory, learning, curation and health: alice's habit, candidate, skill, lesson, snapshot, concept and
+    insight are hers alone (her skill's name and candidate's id answer as made-up ones do)."""
     await p.tool("style", {"view": "habits"})
     await p.tool("style", {"view": "capsule", "revision": 1})
     await p.tool("style_hint", {"hints": [{"kind": "catchphrase", "text": f"{p.label} says hey"}]})
@@ -78,11 +80,17 @@ async def personal_and_learning(p: Probe, alice: Alice) -> None:
     for candidate in (1, 2, 3):
         await p.tool("learning_accept", {"id": candidate, "into": "lesson"})
         await p.tool("learning_reject", {"ids": [candidate]})
+    cid = alice.candidate_id
+    for into in ("lesson", "skill", "patch", "note", "quote"):
+        args = {"id": cid, "into": into, "name": ALICE_SKILL, "text": "bob's rule", "description": "d"}
+        await p.tool("learning_accept", args, hidden=cid)
+    await p.tool("learning_accept", {"into": "patch", "name": ALICE_SKILL, "text": "x"}, hidden=ALICE_SKILL)
+    await p.tool("learning_reject", {"ids": [cid]}, hidden=cid)
     for kind in ("skill", "lesson"):
         await p.tool("skill_list", {"kind": kind})
-        await p.tool("skill_show", {"kind": kind, "name": "deploy-checklist"})
-        await p.tool("skill_used", {"kind": kind, "name": "deploy-checklist"})
-        await p.tool("skill_pin", {"kind": kind, "name": "deploy-checklist"})
+        await p.tool("skill_show", {"kind": kind, "name": ALICE_SKILL}, hidden=ALICE_SKILL)
+        await p.tool("skill_used", {"kind": kind, "name": ALICE_SKILL}, hidden=ALICE_SKILL)
+        await p.tool("skill_pin", {"kind": kind, "name": ALICE_SKILL}, hidden=ALICE_SKILL)
     await p.tool("concept_note", {"text": f"{SEARCH} retries hide things"})
     await p.tool("insight", {"action": "vote", "id": alice.insight_id, "vote": "down"})
     await p.tool("insight", {"action": "distill", "text": f"{p.label} thinks small"})
@@ -177,8 +185,8 @@ async def coordination(p: Probe, alice: Alice, elsewhere: bool) -> None:
     for everywhere in (False, True):
         broadcast = {"kind": "broadcast", "text": "anyone?", "all_projects": everywhere}
         await p.tool("signal_send", broadcast, expect=reaches_none_of(alice.sessions) if elsewhere else None)
-    task = alice.task_ids[0]
-    await p.tool("signal_send", {"kind": "broadcast", "text": "tagged", "task_id": task}, hidden=task)
+    for task in alice.task_ids[:1]:  # a team server runs no tasks: its sessions' projects are not folders
+        await p.tool("signal_send", {"kind": "broadcast", "text": "tagged", "task_id": task}, hidden=task)
     await p.tool("signal_send", {"kind": "answer", "reply_to": alice.ask_id, "text": "yes"}, hidden=alice.ask_id)
     await p.tool("signal_inbox", {"include_read": True, "limit": 200})
     await p.tool("signal_inbox", {})

@@ -181,6 +181,14 @@ def dump_rows(db: Path, user: str) -> dict[str, Any]:
         "AND kind <> 'tool.call' ORDER BY id",
         "claims": f"SELECT * FROM thread_claims WHERE session_id IN ({sessions}) ORDER BY thread",
         "preferences": "SELECT * FROM core_preferences WHERE owner = :u ORDER BY project",
+        # learning (issue 19): candidates, skills and lessons, snapshots, trash, curation, concepts, insights
+        "candidates": "SELECT * FROM learning_candidates WHERE owner = :u ORDER BY id",
+        "entries": "SELECT * FROM learning_entries WHERE owner = :u ORDER BY kind, name",
+        "snapshots": "SELECT * FROM learning_snapshots WHERE owner = :u ORDER BY id",
+        "trash": "SELECT * FROM learning_trash WHERE owner = :u ORDER BY id",
+        "curation": "SELECT * FROM learning_curation WHERE owner = :u ORDER BY kind, name",
+        "concepts": "SELECT * FROM concepts WHERE owner = :u ORDER BY id",
+        "insights": "SELECT * FROM insights WHERE owner = :u ORDER BY id",
     }
     volatile = {"decay_score", "scored_at"}  # any user's maintenance pass rescores every memory
     shared_volatile = {"last_reactivated_at", "reactivation_count"}  # others recalling a shared memory revive it

@@ -32,6 +32,7 @@ PRIVATE = {
     for w in (
         "keyed", "core", "linked", "superseding", "org", "pruned", "pinned", "quote", "projectquote",
         "whisper", "ask", "reply", "task", "tasksignal", "tournament", "claim", "habit", "concept", "insight",
+        "candidate", "skill", "lesson", "trashed",
     )
 }  # fmt: skip
 PROJECT = {w: f"sharedmark{w}" for w in ("first", "second", "third", "thread", "note")}
@@ -39,6 +40,7 @@ IDEMPOTENCY_KEY = "alice-plan-2027"
 CORE_KEY = "deploy.window"
 DUP_TEXT = "the quarterly numbers go to the board on the third of february"
 ALICE_THREAD = "checkout-flow"
+ALICE_SKILL = "deploy-checklist"
 DAY_MS = 86_400_000
 
 
@@ -55,6 +57,9 @@ class Alice:
     claim_id: str = ""
     habit_id: str = ""
     insight_id: int = 0
+    candidate_id: int = 0
+    snapshot: str = ""
+    trash: str = ""
 
 
 async def call(client: Client, name: str, args: dict[str, Any]) -> dict[str, Any]:
@@ -115,6 +120,7 @@ async def plant(a1: Client, a2: Client, alice: Alice, db: Path) -> None:
     alice.habit_id = next(h["id"] for h in habits["habits"] if PRIVATE["habit"] in str(h))
     await call(a1, "concept_note", {"text": f"{SEARCH} retries hide {PRIVATE['concept']}"})
     alice.insight_id = int((await call(a1, "insight", {"action": "distill", "text": PRIVATE["insight"]}))["id"])
+    plant_learning(db, alice)
     await call(a1, "signal_send", {"to": alice.sessions[1], "text": f"{SEARCH} {PRIVATE['whisper']}"})
     asked = await call(a1, "signal_send", {"kind": "ask", "to": alice.sessions[1], "text": PRIVATE["ask"]})
     alice.ask_id = int(asked["id"])
@@ -128,6 +134,34 @@ async def plant(a1: Client, a2: Client, alice: Alice, db: Path) -> None:
     alice.task_ids = [task["id"], *(e["task"] for e in tour["entries"])]
     alice.tournament = tour["tournament"]
     wait_for(lambda: tasks_finished(db, "alice"), timeout=60, what="alice's tasks to finish")
+
+
+def plant_learning(db: Path, alice: Alice) -> None:
+    """Alice's candidate, loop-written skill, lesson, snapshot and trash item, written in this process with no
+    CLI folder to copy into (the daemon's HOME is the machine's: a skill written through it would be copied
+    into the real CLI skills folders)."""
+    from threadloom.config import Settings
+    from threadloom.learning import candidates as queue
+    from threadloom.learning.library import Library
+    from threadloom.learning.snapshots import Snapshots
+    from threadloom.runtime import open_runtime
+
+    rt = open_runtime(Settings(home=db.parent, embedder="none", ingest=False), "cli")
+    try:
+        text = f"{SEARCH} always ship on fridays {PRIVATE['candidate']}"
+        found = queue.NewCandidate("alice", "rule", "en", text, "message", "0", 0, alice.sessions[0], None, None)
+        written = rt.store.write(lambda w: queue.insert(w, found, None, None, now_ms()))
+        assert written is not None
+        alice.candidate_id = written
+        lib = Library(rt)
+        lib.write_skill("alice", ALICE_SKILL, "How alice deploys.", f"{SEARCH} {PRIVATE['skill']}", "loop", "c:1")
+        lib.write_skill("alice", "alice-old", "Old.", f"{SEARCH} {PRIVATE['trashed']}", "loop", "c:2")
+        lib.add_lesson("alice", f"{SEARCH} lesson {PRIVATE['lesson']}", "loop", "c:3")
+        snapshots = Snapshots(lib)
+        alice.snapshot = f"s{snapshots.take('alice', 'planted')}"
+        alice.trash = str(snapshots.trash("alice", "skill", "alice-old", "planted", None)["trash"])
+    finally:
+        rt.close()
 
 
 def age(db: Path, memory_id: str) -> None:

@@ -29,6 +29,9 @@ INNER = [
     "learning",
     "health",
     "portable",
+    "hygiene",
+    "accounts",
+    "consolidate",
 ]
 SURFACE_MODULES = ("threadloom.server", "threadloom.cli", "threadloom.daemon", "threadloom.entry")
 SURFACE_LIBRARIES = ("mcp", "mcp_types", "typer", "rich", "starlette", "uvicorn")

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from threadloom.coordination.presence import PresenceService
 from threadloom.coordination.signals import SignalService
 from threadloom.errors import InvalidInput, NotFound
@@ -13,12 +13,12 @@ from threadloom.memory.model import NewMemory
 from threadloom.memory.service import MemoryService
 from threadloom.search.engine import SearchEngine
 from threadloom.sessions import SessionInfo, SessionService
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.store.sqlite import SqliteStore
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "t.db")
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open()  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 

@@ -17,7 +17,7 @@ from threadloom.identity import Provenance
 from threadloom.search import vector_index
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document, Filters, MemoryScope
-from threadloom.store import documents, transcripts
+from threadloom.store import document_vectors, documents, transcripts
 from threadloom.store.sqlite import SqliteStore, open_store
 from threadloom.store.transcripts import StoredMessage
 
@@ -62,7 +62,7 @@ def exact(
     fp = engine.embedder.fingerprint
     vector = np.asarray(engine.embedder.embed_query(query), dtype=np.float32)
     ids = store.read(lambda r: documents.filtered_ids(r, filters, 1 << 40))
-    rows = store.read(lambda r: documents.vectors_of(r, fp, ids, filters))
+    rows = store.read(lambda r: document_vectors.vectors_of(r, fp, ids, filters))
     scored = sorted(-float(np.frombuffer(v, dtype=np.float32) @ vector) for _, v, *_ in rows)
     return [round(-s, 5) for s in scored[:depth]], {int(row[0]) for row in rows}
 

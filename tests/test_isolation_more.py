@@ -11,18 +11,19 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.sessions import SessionInfo, SessionService
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.store.sqlite import SqliteStore
 from threadloom.threads.hygiene import ThreadHygiene
 from threadloom.threads.service import ThreadService
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "w.db")
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open()  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 

@@ -4,57 +4,32 @@ in for the user's home with Claude Code and Codex installed, so merges, trash an
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import learning_fixtures
 from tests.fakes import HashingEmbedder
 from threadloom.clock import now_ms
-from threadloom.config import Settings
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.learning.curator import Curator, curator_status
 from threadloom.learning.curator_audit import DUPLICATE, _duplicates
 from threadloom.learning.library import Library
 from threadloom.learning.snapshots import Snapshots
-from threadloom.runtime import Runtime, open_runtime
+from threadloom.runtime import Runtime
+
+runtime = learning_fixtures.runtime
+user_home = learning_fixtures.user_home
+lib = learning_fixtures.lib
+tree = learning_fixtures.tree
 
 DAY = 86_400_000
 DEPLOY = "Deploy with the release script.\n\nRun `make release` from a clean tree, then tag the commit."
 DEPLOY_TOO = "Deploy with the release script.\n\nRun `make release` from a clean tree then tag the commit!\n\nCheck CI."
 
 
-@pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    rt = open_runtime(Settings(home=tmp_path / "home", embedder="none"), "cli")
-    yield rt
-    rt.close()
-
-
-@pytest.fixture
-def user_home(tmp_path: Path) -> Path:
-    home = tmp_path / "user"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".codex").mkdir()
-    return home
-
-
-@pytest.fixture
-def lib(runtime: Runtime, user_home: Path) -> Library:
-    return Library(runtime, client_home=user_home)
-
-
 def curator(runtime: Runtime, lib: Library, budget: int = 5) -> Curator:
     return Curator(lib, runtime.settings.layout.home / "curator", delete_budget=budget)
-
-
-def files(*roots: Path) -> dict[str, bytes]:
-    out: dict[str, bytes] = {}
-    for root in roots:
-        for p in sorted(root.rglob("*")):
-            if p.is_file() and not p.name.endswith(".lock"):
-                out[str(p)] = p.read_bytes()
-    return out
 
 
 def rows(runtime: Runtime, owner: str = "alice") -> list[dict[str, object]]:
@@ -70,11 +45,11 @@ def test_a_pass_merges_two_duplicates_under_a_snapshot_and_restore_brings_them_b
     lib.write_skill("alice", "deploy-steps", "How to deploy.", DEPLOY_TOO, "loop", "review:2", {"ci.md": "CI"})
     lib.mark_used("alice", "deploy")
     skills = runtime.settings.layout.skills
-    before, before_rows = files(skills, user_home), rows(runtime)
+    before, before_rows = tree(skills, user_home), rows(runtime)
 
     dry = curator(runtime, lib).run("alice", dry_run=True)
     assert dry["counts"] == {"keep": 1, "merge": 1} and dry["snapshot"] is None and dry["report"] is None
-    assert files(skills, user_home) == before  # a dry run writes nothing
+    assert tree(skills, user_home) == before  # a dry run writes nothing
 
     done = curator(runtime, lib).run("alice")
     assert done["done"]["merged"] == 1 and done["snapshot"] == "s1"
@@ -92,7 +67,7 @@ def test_a_pass_merges_two_duplicates_under_a_snapshot_and_restore_brings_them_b
     assert [s["id"] for s in listed["snapshots"]] == ["s1"] and listed["trash"][0]["name"] == "deploy-steps"
     restored = Snapshots(lib).restore("alice", "s1")
     assert {r["name"] for r in restored["restored"]} == {"deploy", "deploy-steps"}
-    after = files(skills, user_home)
+    after = tree(skills, user_home)
     assert after == before  # canonical folders and both CLIs' copies, byte for byte
     assert rows(runtime) == before_rows  # provenance, usage counts and times too
 
@@ -135,14 +110,14 @@ def test_protected_entries_are_never_changed_or_removed(runtime: Runtime, lib: L
     old = now_ms() - 400 * DAY
     runtime.store.write(lambda w: w.execute("UPDATE learning_entries SET created_at = :t, updated_at = :t", {"t": old}))
     skills = runtime.settings.layout.skills / "alice"
-    mine_before = files(skills / "mine", skills / "mine-too", skills / "pinned-old")
+    mine_before = tree(skills / "mine", skills / "mine-too", skills / "pinned-old")
 
     out = curator(runtime, lib).run("alice")
     verdicts = {v["name"]: v for v in out["verdicts"]}
     assert verdicts["loopy"]["verdict"] == "merge" and verdicts["loopy"]["into"] in ("mine", "mine-too")
     for name in ("mine", "mine-too", "pinned-old"):
         assert verdicts[name]["verdict"] == "human review" and verdicts[name]["protected"] is True
-    assert files(skills / "mine", skills / "mine-too", skills / "pinned-old") == mine_before
+    assert tree(skills / "mine", skills / "mine-too", skills / "pinned-old") == mine_before
     assert {r["name"] for r in rows(runtime)} >= {"mine", "mine-too", "pinned-old"}
     lessons = [v for v in out["verdicts"] if v["kind"] == "lesson"]
     assert lessons[0]["verdict"] == "human review"  # stale, but a person wrote it

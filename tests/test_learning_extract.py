@@ -125,7 +125,9 @@ def test_only_user_turns_are_read_and_each_sentence_is_queued_with_its_source(st
         ("decision", "We decided to keep SQLite.", f"message:{ids[0]}"),
     }
     status = learning_status(store, "alice", False, 600)
-    assert status["extract"]["last_pass"]["did"] == {"read": 3, "queued": 2} and status["candidates"] == {"pending": 2}
+    did = status["extract"]["last_pass"]["did"]
+    assert did == {"read": 3, "queued": 2, "skipped": {"not the user's turn": 2}}
+    assert status["candidates"] == {"pending": 2}
 
 
 def test_a_late_backfill_is_harvested_exactly_once_and_a_backlog_drains_in_batches(store: Store) -> None:

@@ -5,39 +5,22 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from threadloom.config import Settings
+from tests import learning_fixtures
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.learning.library import Library
 from threadloom.learning.mirror import MANIFEST
 from threadloom.learning.skills import parse
-from threadloom.runtime import Runtime, open_runtime
+from threadloom.runtime import Runtime
+
+runtime = learning_fixtures.runtime
+user_home = learning_fixtures.user_home
+lib = learning_fixtures.lib
 
 BODY = "# Run the tests\n\nRun `pytest -q` and `ruff check .` before every commit.\n"
-
-
-@pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    rt = open_runtime(Settings(home=tmp_path / "home", embedder="none"), "cli")
-    yield rt
-    rt.close()
-
-
-@pytest.fixture
-def user_home(tmp_path: Path) -> Path:
-    home = tmp_path / "user"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".codex").mkdir()
-    return home
-
-
-@pytest.fixture
-def lib(runtime: Runtime, user_home: Path) -> Library:
-    return Library(runtime, client_home=user_home)
 
 
 def tree(root: Path) -> dict[str, bytes]:

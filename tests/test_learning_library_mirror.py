@@ -1,34 +1,22 @@
 """Mirroring skills into the CLIs' folders under stress: racing writers, a crash midway, a canonical copy
-broken by hand. Real store, real folders in a temp dir."""
+broken by hand. Real store, real folders in a temp dir (tests/learning_fixtures.py)."""
 
 from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import learning_fixtures
 from threadloom.config import Settings
 from threadloom.learning.library import Library
 from threadloom.learning.mirror import MANIFEST
 from threadloom.runtime import Mode, Runtime, open_runtime
 
-
-@pytest.fixture
-def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    rt = open_runtime(Settings(home=tmp_path / "home", embedder="none"), "cli")
-    yield rt
-    rt.close()
-
-
-@pytest.fixture
-def user_home(tmp_path: Path) -> Path:
-    home = tmp_path / "user"
-    (home / ".claude").mkdir(parents=True)
-    (home / ".gemini").mkdir()
-    return home
+runtime = learning_fixtures.runtime
+user_home = learning_fixtures.user_home
 
 
 def test_racing_writers_of_one_skill_leave_whole_copies(runtime: Runtime, user_home: Path) -> None:

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from tests.fakes import HashingEmbedder
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound
@@ -47,8 +48,8 @@ def make_graph(store: SqliteStore, embedder: HashingEmbedder | None = None) -> G
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "m.db")
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open()  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 

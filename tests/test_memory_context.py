@@ -103,9 +103,10 @@ def test_a_question_naming_the_first_entity_of_a_memory_lifts_it(tmp_path: Path)
 
 
 def test_memories_written_before_their_documents_had_context_get_it_when_the_store_opens(tmp_path: Path) -> None:
-    names = [m.name for m in MIGRATIONS]
+    # Today's schema with m017 unrecorded: today's code reads tables later migrations made (m030's
+    # org_projects), and m017 only rewrites rows, so running it again on open is running it for the first time.
     old = SqliteStore(tmp_path / "old.db")
-    old.initialise(MIGRATIONS[: names.index("m017_memory_context")])
+    old.initialise(MIGRATIONS)
     service, _ = _service(old)
     stored = [
         service.store(NewMemory(content=text, entities=entities), MORNING).memory
@@ -123,6 +124,7 @@ def test_memories_written_before_their_documents_had_context_get_it_when_the_sto
     ]
     old.write(lambda w: w.execute("UPDATE documents SET thread = NULL, source = NULL"))  # as they were written
     old.write(lambda w: w.execute("UPDATE memories SET session_id = NULL WHERE id = :id", {"id": stored[2].id}))
+    old.write(lambda w: w.execute("DELETE FROM schema_migrations WHERE name = 'm017_memory_context'"))
     old.close()
     store = open_store(tmp_path / "old.db")
     docs = _documents(store)

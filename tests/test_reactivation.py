@@ -10,6 +10,7 @@ import apsw
 import pytest
 from mcp import Client
 
+from tests.conftest import Backend
 from tests.fakes import HashingEmbedder
 from tests.helpers import serve_params, structured, wait_for
 from threadloom.errors import StoreBusy
@@ -28,8 +29,8 @@ PROV = Provenance(session_id="s1", vendor="claude", project="/repo", user="ana")
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "m.db", busy_timeout_ms=20, write_attempts=1)
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open(busy_timeout_ms=20, write_attempts=1)  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 
@@ -113,7 +114,8 @@ def test_enough_waiting_recalls_are_journaled_in_the_background(store: SqliteSto
     assert recall.reactivations.waiting() == 0
 
 
-def test_a_batch_the_store_refuses_waits_for_the_next_flush(store: SqliteStore, tmp_path: Path) -> None:
+def test_a_batch_the_store_refuses_waits_for_the_next_flush(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "m.db", busy_timeout_ms=20, write_attempts=1)  # an SQLite lock holder below
     recall, maintenance, (build, *_) = setup(store)
     recall.recall("which build tool", PROV)
     blocker = apsw.Connection(str(tmp_path / "m.db"))
@@ -131,6 +133,7 @@ def test_a_batch_the_store_refuses_waits_for_the_next_flush(store: SqliteStore, 
     assert recall.reactivations.flush() == 2
     maintenance.apply_recalls()
     assert recorded(store, build) == 2 and recall.reactivations.failing is None
+    store.close()
 
 
 def test_a_clean_close_journals_what_waits(store: SqliteStore) -> None:

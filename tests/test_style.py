@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from tests.test_style_gate import add_message
 from threadloom.brief import render_brief
 from threadloom.clock import now_ms
@@ -18,7 +19,7 @@ from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.runtime import open_runtime
 from threadloom.sessions import SessionInfo
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.store.sqlite import SqliteStore
 from threadloom.style import Learner, StyleMemory
 from threadloom.style.dictionary import extract
 from threadloom.style.model import DAY_MS, EXAMPLE_CHARS
@@ -31,8 +32,8 @@ IDIOLECT = {"kind": "idiolect", "text": "tiny but mighty", "example": "tiny but 
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "style.db")
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open()  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 

@@ -10,10 +10,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.sessions import SessionInfo, SessionService
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.store.sqlite import SqliteStore
 from threadloom.threads.service import ThreadService
 
 
@@ -26,8 +27,8 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "t.db")
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open()  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from threadloom.errors import InvalidInput, NotFound, StoreFull
 from threadloom.identity import Provenance
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters
 from threadloom.sessions import SessionInfo, SessionService
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.store.sqlite import SqliteStore
 from threadloom.threads.files import ThreadFiles
 from threadloom.threads.hygiene import ThreadHygiene
 from threadloom.threads.notes import NoteService
@@ -39,8 +40,8 @@ def repo(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "t.db")
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open()  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from threadloom.brief import render_brief
 from threadloom.clock import now_ms
 from threadloom.config import Settings
@@ -16,7 +17,7 @@ from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.runtime import open_runtime
 from threadloom.sessions import SessionInfo
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.store.sqlite import SqliteStore
 from threadloom.usermodel import UserModel
 from threadloom.usermodel.confidence import confidence
 
@@ -27,8 +28,8 @@ TABLES = ("user_claims", "user_evidence", "user_claim_tiers")
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "u.db")
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open()  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import Backend
 from threadloom.config import Settings
 from threadloom.identity import Provenance
 from threadloom.memory.model import NewMemory
@@ -33,8 +34,8 @@ ANA = Provenance(session_id="s1", vendor="claude", project="/repo", user="ana")
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "u.db")
+def store(backend: Backend) -> Iterator[SqliteStore]:
+    s = backend.open()  # SQLite and PostgreSQL (tests/conftest.py)
     yield s
     s.close()
 

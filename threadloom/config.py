@@ -7,6 +7,7 @@ daemon); nothing reads configuration at import time.
 from __future__ import annotations
 
 import os
+import re
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,9 +23,29 @@ from threadloom.home import HomeLayout, default_home
 ENV_PREFIX = "THREADLOOM_"
 # The largest Unix socket path the kernel accepts is 108 bytes including the NUL.
 MAX_SOCKET_PATH = 104
-# Two threads that spin between operators embedded a question in 6 ms against 9 ms for one (2 cores, bench/locomo).
+# Passages the local model embeds at once, each run on one thread (search/local_model.py says why not two per run).
 LOCAL_EMBEDDER_THREADS = 2
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+MIN_DAEMON_MEMORY_MB = 32  # a cap below what the interpreter alone holds would only restart it
+
+
+RETENTION_FIELDS = tuple(f"retention_{kind}_days" for kind in ("transcripts", "signals", "journal", "tasks", "restore"))
+MAX_RETENTION_DAYS = 36_500  # a hundred years: the way to say "keep"
+
+
+def retention_days(value: object) -> int:
+    """A retention window: whole days from 1 to MAX_RETENTION_DAYS. Zero, a negative number or a word would
+    otherwise read as "keep nothing", so each is refused at load rather than deleting everything."""
+    text = str(value).strip()
+    keep = f"give 1-{MAX_RETENTION_DAYS} days ({MAX_RETENTION_DAYS} keeps everything)"
+    if isinstance(value, bool) or not re.fullmatch(r"[+-]?[0-9]{1,12}", text):
+        raise ValueError(f"{value!r} is not a whole number of days; {keep}")
+    days = int(text)
+    if days < 1:
+        raise ValueError(f"{days} days would delete everything of this kind at once; {keep}")
+    if days > MAX_RETENTION_DAYS:
+        raise ValueError(f"{days} days is past {MAX_RETENTION_DAYS}; {keep}")
+    return days
 
 
 def _login_name() -> str:
@@ -47,8 +68,25 @@ class Settings(BaseSettings):
     daemon_idle_timeout: float = Field(
         900.0, ge=0, description="Seconds the daemon stays up with no session; 0 keeps it up."
     )
+    daemon_memory_mb: int = Field(
+        1024,
+        ge=0,
+        le=1 << 20,
+        description="The daemon's own resident memory cap (MB; 0: none): over it, the "
+        "model is unloaded, then the daemon restarts itself.",
+    )
+    daemon_client_stall_s: float = Field(
+        60.0, ge=1, le=3600, description="Seconds a daemon session may leave its answers unread before it is dropped."
+    )
+    daemon_log_max_kb: int = Field(
+        10240, ge=16, le=1 << 22, description="Size (KB) at which the daemon log is rotated to daemon.log.1."
+    )
+    daemon_log_keep: int = Field(3, ge=1, le=100, description="Rotated daemon logs kept (daemon.log.1 ... .N).")
     busy_timeout_ms: int = Field(2000, ge=0, description="How long one write waits on a locked store.")
     write_attempts: int = Field(5, ge=1, description="Attempts of one write transaction when the store is busy.")
+    store_url: SecretStr | None = Field(
+        None, description="postgresql://... to keep the store in PostgreSQL (with pgvector); unset: SQLite in the home."
+    )
     http_token: SecretStr | None = Field(None, description="Bearer token required by `serve --http` when set.")
     http_allowed_origins: str = Field("", description="Extra comma-separated Origin values accepted by `serve --http`.")
     http_roots: str = Field(
@@ -64,7 +102,7 @@ class Settings(BaseSettings):
         "auto", description="Vector embedder: the bundled local model when installed (auto), local, openai or none."
     )
     embedder_threads: int = Field(
-        LOCAL_EMBEDDER_THREADS, ge=1, le=64, description="Compute threads of the local embedder."
+        LOCAL_EMBEDDER_THREADS, ge=1, le=64, description="Passages the local embedder runs at once, one thread each."
     )
     embedder_url: str = Field("", description="Base URL of an OpenAI-compatible embeddings API (embedder=openai).")
     embedder_model: str = Field("", description="Model name for the OpenAI-compatible embeddings API.")
@@ -138,6 +176,12 @@ class Settings(BaseSettings):
     probe_interval: float = Field(
         21600.0, ge=0, description="Seconds between the daemon's self-tests (doctor --probe); 0 turns them off."
     )
+    consolidate_interval: float = Field(
+        86400.0, ge=0, description="Seconds between the daemon's consolidation passes; 0 turns them off."
+    )
+    consolidate_apply: bool = Field(
+        False, description="Let the daemon's consolidation pass merge and release; else it only reports (dry run)."
+    )
     usermodel_mine: bool = Field(
         False, description="Mine the user's messages and memories for preference, habit and value hypotheses."
     )
@@ -149,6 +193,16 @@ class Settings(BaseSettings):
     )
     usermodel_agent: Literal["claude", "custom"] = Field(
         "claude", description="The validator's agent: claude (its own tools off) or custom (THREADLOOM_SPAWN_COMMAND)."
+    )
+    retention_transcripts_days: int = Field(365, description="Days ingested transcript messages are kept.")
+    retention_signals_days: int = Field(30, description="Days signals (whispers, broadcasts, asks) are kept.")
+    retention_journal_days: int = Field(
+        90, description="Days the journal (events, tool-call records, job runs, self-test results) is kept."
+    )
+    retention_tasks_days: int = Field(30, description="Days a finished spawned task's row and logs are kept.")
+    retention_restore_days: int = Field(30, description="Days a pruned memory stays restorable.")
+    retention_interval: float = Field(
+        86400.0, ge=0, description="Seconds between the daemon's retention and compaction passes; 0 turns them off."
     )
     egress: Literal["all", "same-vendor", "none"] = Field(
         "all",
@@ -171,6 +225,13 @@ class Settings(BaseSettings):
             raise ValueError(f"{value!r} is not a log level; use one of {', '.join(LOG_LEVELS)}")
         return level
 
+    @field_validator("daemon_memory_mb")
+    @classmethod
+    def _room_to_start(cls, value: int) -> int:
+        if 0 < value < MIN_DAEMON_MEMORY_MB:
+            raise ValueError(f"under {MIN_DAEMON_MEMORY_MB} MB no daemon can start; 0 turns the cap off")
+        return value
+
     @field_validator("http_roots")
     @classmethod
     def _absolute_roots(cls, value: str) -> str:
@@ -179,16 +240,24 @@ class Settings(BaseSettings):
                 raise ValueError(f"{root!r} is not an absolute path")
         return value
 
+    @field_validator(*RETENTION_FIELDS, mode="before")
+    @classmethod
+    def _retention_days(cls, value: object) -> int:
+        return retention_days(value)
+
     def http_root_paths(self) -> list[Path]:
         return [Path(r.strip()).expanduser() for r in self.http_roots.split(",") if r.strip()]
 
 
 # Set by threadloom itself in a spawned child's environment for the agent to read (its task id): not a setting.
 CHILD_KEYS = frozenset({"THREADLOOM_TASK"})
+# Read only by `serve --remote` (server/remote_auth.py), which must not need a home's settings to start.
+REMOTE_KEYS = frozenset({"THREADLOOM_REMOTE_TOKEN", "THREADLOOM_REMOTE_PROJECT"})
 
 
 def known_env_keys() -> frozenset[str]:
-    return frozenset(ENV_PREFIX + name.upper() for name in Settings.model_fields) | set(PER_SESSION_KEYS) | CHILD_KEYS
+    names = frozenset(ENV_PREFIX + name.upper() for name in Settings.model_fields)
+    return names | set(PER_SESSION_KEYS) | CHILD_KEYS | REMOTE_KEYS
 
 
 def _read_env_file_keys(path: Path) -> list[str]:

@@ -6,7 +6,8 @@ import fcntl
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Literal, ParamSpec, TypeVar
 
@@ -18,7 +19,7 @@ from threadloom.config import Settings
 from threadloom.coordination.presence import HEARTBEAT_S, PresenceService
 from threadloom.coordination.signals import SignalService
 from threadloom.coordination.spawn import SpawnConfig, SpawnService
-from threadloom.coordination.waiting import SignalWaiters
+from threadloom.coordination.waiting import CHANNEL, SignalWaiters
 from threadloom.errors import ThreadloomError
 from threadloom.memory.core import CoreMemory
 from threadloom.memory.maintenance import Maintenance
@@ -32,7 +33,8 @@ from threadloom.search.engine import SearchEngine
 from threadloom.sessions import SessionInfo, SessionService
 from threadloom.status import StatusService
 from threadloom.store.base import Store
-from threadloom.store.sqlite import ensure_private_dir, open_store
+from threadloom.store.select import open_selected
+from threadloom.store.sqlite import ensure_private_dir
 from threadloom.threads.hygiene import ThreadHygiene
 from threadloom.threads.notes import NoteService
 from threadloom.threads.service import ThreadService
@@ -75,7 +77,7 @@ class Runtime:
     scrubber: Scrubber = field(init=False)
 
     def __post_init__(self) -> None:
-        self.waiters = SignalWaiters(lambda: self.call(self.signals.latest_id))
+        self.waiters = SignalWaiters(lambda: self.call(self.signals.latest_id), lambda: self.store.listen(CHANNEL))
         # What every write path scrubs credentials with before it persists text (THREADLOOM_SCRUB_SECRETS).
         self.scrubber = Scrubber(self.settings.scrub_secrets)
         self.memory.scrubber = self.notes.scrubber = self.signals.scrubber = self.threads.scrubber = self.scrubber
@@ -227,13 +229,31 @@ def hold_store_lock(settings: Settings) -> int:
     return fd
 
 
+def open_settings_store(settings: Settings) -> Store:
+    """The store the settings name: PostgreSQL at THREADLOOM_STORE_URL, else the home's SQLite file."""
+    url = settings.store_url.get_secret_value() if settings.store_url is not None else None
+    return open_selected(
+        url, settings.layout.database, busy_timeout_ms=settings.busy_timeout_ms, write_attempts=settings.write_attempts
+    )
+
+
+@contextmanager
+def settings_store(settings: Settings) -> Iterator[Store]:
+    """The store the settings name, opened under the store lock, for a command that needs no runtime."""
+    lock = hold_store_lock(settings)
+    try:
+        store = open_settings_store(settings)
+        try:
+            yield store
+        finally:
+            store.close()
+    finally:
+        os.close(lock)
+
+
 def open_runtime(settings: Settings, mode: Mode) -> Runtime:
     lock_fd = hold_store_lock(settings)
-    store = open_store(
-        settings.layout.database,
-        busy_timeout_ms=settings.busy_timeout_ms,
-        write_attempts=settings.write_attempts,
-    )
+    store = open_settings_store(settings)
     search = SearchEngine(store)
     scoring = scoring_config(settings)
     memory = MemoryService(store, search, scoring, LinkingConfig(max_auto_links=settings.memory_max_auto_links))
@@ -281,4 +301,5 @@ def scoring_config(settings: Settings) -> ScoringConfig:
         fading_below=settings.memory_fading_below,
         forget_below=settings.memory_forget_below,
         min_idle_days=settings.memory_min_idle_days,
+        archive_days=settings.retention_restore_days,
     )

@@ -9,6 +9,7 @@ import typer
 from rich.console import Console
 
 from threadloom import __version__
+from threadloom.cli import team
 from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.errors import ThreadloomError
 
@@ -53,6 +54,12 @@ def serve(
             "read and change your memories.",
         ),
     ] = False,
+    remote: team.RemoteOpt = None,
+    accounts: team.AccountsOpt = False,
+    oauth_issuer: team.IssuerOpt = None,
+    oauth_jwks: team.JwksOpt = None,
+    oauth_user_claim: team.ClaimOpt = "sub",
+    resource_url: team.ResourceOpt = None,
 ) -> None:
     """Serve MCP on stdio (what an agent CLI runs), or HTTP with --http.
 
@@ -64,10 +71,12 @@ def serve(
         raise typer.BadParameter("choose --in-process or --http, not both")
     if no_token and http is None:
         raise typer.BadParameter("--no-token goes with --http")
+    if remote is not None:
+        raise typer.Exit(team.serve_remote(remote))
     if http is not None:
-        from threadloom.server.http import serve_http
-
-        raise typer.Exit(serve_http(settings(), http, no_token=no_token))
+        raise typer.Exit(
+            team.serve_team(http, no_token, accounts, oauth_issuer, oauth_jwks, oauth_user_claim, resource_url)
+        )
     if in_process:
         from threadloom.server.stdio import serve_in_process
 
@@ -94,9 +103,11 @@ def init(
 
 
 def _register_groups() -> None:
+    from threadloom.cli.admin import admin_app
     from threadloom.cli.backup import backup_app
     from threadloom.cli.brief import brief
     from threadloom.cli.check import check
+    from threadloom.cli.consolidate import consolidate
     from threadloom.cli.curate import register as register_curation
     from threadloom.cli.daemon import daemon_app
     from threadloom.cli.doctor import doctor
@@ -105,8 +116,10 @@ def _register_groups() -> None:
     from threadloom.cli.ingest import ingest_app
     from threadloom.cli.learn import learn_app
     from threadloom.cli.memory import memory_app
+    from threadloom.cli.migrate import migrate
     from threadloom.cli.portable import export, import_
     from threadloom.cli.reindex import reindex
+    from threadloom.cli.retention import compact, retention
     from threadloom.cli.setup import setup
     from threadloom.cli.skills import skills_app
     from threadloom.cli.stats import stats, top
@@ -116,6 +129,7 @@ def _register_groups() -> None:
     from threadloom.cli.watch import watch
 
     app.add_typer(daemon_app, name="daemon")
+    app.add_typer(admin_app, name="admin")
     app.add_typer(backup_app, name="backup")
     app.add_typer(memory_app, name="memory")
     app.add_typer(thread_app, name="thread")
@@ -128,15 +142,19 @@ def _register_groups() -> None:
     app.add_typer(style_app, name="style")
     app.command()(doctor)
     app.command()(check)
+    app.command()(consolidate)
     app.command()(reindex)
     app.command()(watch)
     app.command()(setup)
     app.command()(brief)
     app.command()(forget)
     app.command()(stats)
+    app.command()(retention)
+    app.command()(compact)
     app.command()(top)
     app.command()(export)
     app.command(name="import")(import_)
+    app.command()(migrate)
 
 
 def run() -> None:

@@ -33,6 +33,12 @@ def status() -> None:
         f"idle timeout {reply['idle_timeout_s']}s"
     )
     out.print(f"store: {reply['store']}")
+    guard = reply.get("guard") or {}
+    if guard:
+        cap = f"cap {guard['cap_mb']} MB" if guard.get("cap_mb") else "no cap"
+        out.print(f"memory: {guard['resident_mb']} MB resident (peak {guard['peak_mb']} MB, {cap}): {guard['state']}")
+        if guard.get("model_unloaded"):
+            out.print(guard["model_unloaded"], markup=False)
     if reply["sessions"]:
         table = Table("session", "vendor", "client", "project")
         for sess in reply["sessions"]:

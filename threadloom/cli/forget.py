@@ -1,23 +1,24 @@
-"""`threadloom forget ...`: erase your own transcripts, memories, notes, claims or style memory by session,
-project, source, time or text. It always shows what would go first; `--dry-run` stops there, otherwise it
+"""`threadloom forget ...`: erase your own transcripts, memories, notes, claims, style memory or learning data
+by session, project, source, time or text. It always shows what would go first; `--dry-run` stops there, otherwise it
 asks before erasing (`--yes` skips the question; without a terminal it must be given)."""
 
 from __future__ import annotations
 
 import json
-import os
 import sys
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from threadloom.cli.app import err, out, settings
 from threadloom.clock import instant
+from threadloom.erasure.learning import LearningFiles
 from threadloom.erasure.service import DEFAULT_SAMPLE, Eraser
 from threadloom.errors import InvalidInput
-from threadloom.runtime import hold_store_lock
+from threadloom.learning.library import Library
+from threadloom.runtime import settings_store
 from threadloom.store.erasure import KINDS, Selector
-from threadloom.store.sqlite import open_store
 
 
 def forget(
@@ -40,10 +41,9 @@ def forget(
     s = settings()
     sel = Selector(session, project, source, instant(since, "--since"), instant(until, "--until"), text)
     kinds = tuple(kind) if kind else ("transcripts",)
-    lock = hold_store_lock(s)
-    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
-    try:
-        eraser = Eraser(store)
+    with settings_store(s) as store:
+        library = Library.at(store, s.layout, Path.home())  # the copies in this user's CLI skills folders
+        eraser = Eraser(store, LearningFiles.of(library, s.layout.home))
         plan = eraser.forget(s.user, sel, kinds, dry_run=True, sample=sample)
         _show(plan, as_json)
         if dry_run or plan["total"] == 0:
@@ -55,9 +55,6 @@ def forget(
                 err.print("nothing was erased")
                 raise typer.Exit(1)
         _show(eraser.forget(s.user, sel, kinds, dry_run=False, sample=sample), as_json)
-    finally:
-        store.close()
-        os.close(lock)
 
 
 def _show(result: dict[str, Any], as_json: bool) -> None:

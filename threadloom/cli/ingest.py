@@ -17,7 +17,7 @@ from rich.table import Table
 from threadloom.cli.app import out, settings
 from threadloom.errors import InvalidInput
 from threadloom.ingest import IngestConfig, Ingester, PassReport, transcript_status
-from threadloom.store.sqlite import open_store
+from threadloom.runtime import open_settings_store
 
 ingest_app = typer.Typer(invoke_without_command=True, help="Ingest agent CLIs' transcripts (see `ingest status`).")
 WAIT_S = 0.5  # between tries while another ingester (the daemon's pass) holds the lease
@@ -69,7 +69,7 @@ def ingest(
         out.print("transcript ingest is off (THREADLOOM_INGEST=false)")
         raise typer.Exit(0)
     since_ms = parse_since(since) if since else None
-    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    store = open_settings_store(s)
     try:
         ingester = Ingester(store, IngestConfig.of(s.user, s.ingest_exclude, s.ingest_children, s.scrub_secrets))
         with Progress(
@@ -109,7 +109,7 @@ def status(as_json: Annotated[bool, typer.Option("--json", help="Print it as JSO
     """Messages, sessions and files per source, the span covered, problems, and the alarms (a source that
     yields files but no message: its format may have changed). Exits 1 when an alarm is raised."""
     s = settings()
-    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    store = open_settings_store(s)
     try:
         found = transcript_status(store, s.user, s.ingest)
     finally:

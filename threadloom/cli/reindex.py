@@ -6,9 +6,9 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
 from threadloom.cli.app import out, settings
+from threadloom.runtime import open_settings_store
 from threadloom.search.embedders import configured_embedder
 from threadloom.search.engine import SearchEngine
-from threadloom.store.sqlite import open_store
 
 
 def reindex() -> None:
@@ -22,7 +22,7 @@ def reindex() -> None:
     if embedder is None:
         out.print("no embedder configured (THREADLOOM_EMBEDDER); full-text search needs no reindex")
         raise typer.Exit(0)
-    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    store = open_settings_store(s)
     try:
         engine = SearchEngine(store, embedder)
         done, total = engine.coverage() or (0, 0)

@@ -4,10 +4,7 @@ self-test run for `threadloom doctor --probe`."""
 from __future__ import annotations
 
 import json
-import os
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated
 
 import anyio
@@ -20,9 +17,7 @@ from threadloom.config import Settings
 from threadloom.health import reliability
 from threadloom.health.render import render
 from threadloom.health.stats import MAX_WINDOW_DAYS, HealthOptions, HealthService
-from threadloom.runtime import hold_store_lock
-from threadloom.store.base import Store
-from threadloom.store.sqlite import open_store
+from threadloom.runtime import settings_store
 
 if TYPE_CHECKING:
     from threadloom.server.probe_driver import ProbeRun
@@ -30,17 +25,6 @@ if TYPE_CHECKING:
 WindowDays = Annotated[
     int, typer.Option("--days", min=1, max=MAX_WINDOW_DAYS, help="Days of tool calls for latency and errors.")
 ]
-
-
-@contextmanager
-def _store(s: Settings) -> Iterator[Store]:
-    lock = hold_store_lock(s)
-    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
-    try:
-        yield store
-    finally:
-        store.close()
-        os.close(lock)
 
 
 def stats(
@@ -51,7 +35,7 @@ def stats(
     index's freshness, tool-call latency (p50/p95) and errors per tool, background jobs, transcript ingest,
     and the self-test's reliability. Counts are yours (THREADLOOM_USER); sizes and jobs are the store's."""
     s = settings()
-    with _store(s) as store:
+    with settings_store(s) as store:
         report = HealthService(store).report(s.user, HealthOptions(days, None, s.ingest))
     if as_json:
         out.print_json(json.dumps(report))
@@ -65,7 +49,7 @@ def top(
 ) -> None:
     """`threadloom stats`, refreshed in place until Ctrl-C; printed once when the output is not a terminal."""
     s = settings()
-    with _store(s) as store:
+    with settings_store(s) as store:
         service = HealthService(store)
         options = HealthOptions(days, None, s.ingest)
         if not out.is_terminal:
@@ -85,6 +69,6 @@ def run_and_record(s: Settings, trigger: str) -> ProbeRun:
     from threadloom.server.probe_driver import run_probe  # the whole server: only when a probe runs
 
     run = anyio.run(run_probe, s)
-    with _store(s) as store:
+    with settings_store(s) as store:
         reliability.record(store, run.run_id, run.outcomes, trigger)
     return run

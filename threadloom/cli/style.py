@@ -4,7 +4,6 @@ id (`habits`), a learning pass now (`learn`), and the controls (`pin`, `unpin`, 
 
 from __future__ import annotations
 
-import os
 from typing import Annotated, Any
 
 import typer
@@ -12,6 +11,7 @@ import typer
 from threadloom.cli.session import run_in_session
 from threadloom.identity import Provenance
 from threadloom.runtime import Runtime
+from threadloom.store import jobs
 from threadloom.style import Learner, StyleMemory
 
 style_app = typer.Typer(help="Your style memory: how you write and like to work (see `style show`).")
@@ -52,7 +52,7 @@ def habits(
 @style_app.command()
 def learn() -> None:
     """Learn from the user messages ingested since the last pass now (the daemon does it after each transcript poll)."""
-    run_in_session(lambda rt, _prov: Learner(rt.store, rt.scrubber).run(f"cli:{os.getpid()}").as_dict())
+    run_in_session(lambda rt, _prov: Learner(rt.store, rt.scrubber).run(jobs.holder_id()).as_dict())
 
 
 @style_app.command()

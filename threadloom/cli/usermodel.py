@@ -12,15 +12,16 @@ from rich.markup import escape
 
 from threadloom.cli.app import out, settings
 from threadloom.config import Settings
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.runtime import open_settings_store
+from threadloom.store.base import Store
 from threadloom.usermodel.miner import Miner, MineReport, last_run
 from threadloom.usermodel.validator import validator_command
 
 user_app = typer.Typer(help="The user model: claims about how you work (see `user status`).", no_args_is_help=True)
 
 
-def _store(s: Settings) -> SqliteStore:
-    return open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+def _store(s: Settings) -> Store:
+    return open_settings_store(s)
 
 
 @user_app.command()

@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from threadloom.cli.app import out, settings
+from threadloom.runtime import open_settings_store
 from threadloom.store.base import Reader, Row
-from threadloom.store.sqlite import open_store
 
 POLL_S = 0.5
 
@@ -35,7 +35,7 @@ def watch(
     """Show signals to and from your agents' sessions as they are sent: time, sender, kind, recipients and
     text (THREADLOOM_USER says whose). Ctrl-C stops."""
     s = settings()
-    store = open_store(s.layout.database, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
+    store = open_settings_store(s)
     try:
         after = int(store.read(lambda r: r.scalar("SELECT COALESCE(max(id), 0) FROM signals"))) - last
         while True:

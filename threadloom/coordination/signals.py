@@ -13,6 +13,7 @@ from typing import Any, Final
 
 from threadloom.clock import now_ms
 from threadloom.coordination.presence import LIVENESS_MS
+from threadloom.coordination.waiting import CHANNEL
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.scrub import SCRUB, Scrubber
@@ -146,7 +147,7 @@ class SignalService:
                 ids = json.dumps(sorted(set(ack)))
                 w.execute(
                     "UPDATE signal_deliveries SET read_at = :now WHERE recipient = :me AND read_at IS NULL AND "
-                    "(signal_id <= :upto OR signal_id IN (SELECT value FROM json_each(:ids)))",
+                    "(signal_id <= :upto OR signal_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:ids)))",
                     {"now": now_ms(), "me": me, "upto": ack_upto if ack_upto is not None else -1, "ids": ids},
                 )
             unread = _list(w, me, "d.read_at IS NULL", limit)
@@ -242,6 +243,7 @@ def _send(
             "INSERT INTO signal_deliveries (recipient, signal_id) VALUES (:r, :id)", {"r": recipient, "id": signal_id}
         )
     record_event(w, prov, f"signal.{kind}", {"id": signal_id, "to": recipients[:20], "count": len(recipients)})
+    w.notify(CHANNEL, str(signal_id))  # wakes the waiters of every node at commit (PostgreSQL)
     return Sent(signal_id, tuple(recipients))
 
 

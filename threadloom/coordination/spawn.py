@@ -157,6 +157,10 @@ class SpawnService:
             return 0
         return len(self._store.write(lambda w: admission.settle(w, self._logs, now_ms())[1]))
 
+    def unsettled(self) -> int:
+        """How many tasks `settle` would record now (their processes gone); only reads."""
+        return len(self._store.read(lambda r: admission.survey(r, self._logs, now_ms())[1]))
+
     def _start(self, run: _Launch) -> None:
         attempt = Attempt(self._logs, run.task_id, run.attempt)
         argv = supervision.command(

@@ -28,7 +28,7 @@ def request(socket_path: Path, op: str, timeout: float = 5.0, **fields: Any) -> 
             if not chunk:
                 break
             data += chunk
-    except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, TimeoutError):
+    except (FileNotFoundError, ConnectionRefusedError, ConnectionResetError, BrokenPipeError, TimeoutError):
         return None
     finally:
         sock.close()

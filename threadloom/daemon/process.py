@@ -24,11 +24,14 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 
 from threadloom import __version__
 from threadloom.config import Settings, configure_logging, load_settings
-from threadloom.daemon import ingest_job, probe_job, protocol, style_job
+from threadloom.daemon import guard, ingest_job, logs, probe_job, protocol, style_job
+from threadloom.daemon.consolidate_job import keep_consolidating
 from threadloom.daemon.curator_job import keep_curating
 from threadloom.daemon.evolve_job import keep_reviewing
 from threadloom.daemon.hook_op import hook_op
 from threadloom.daemon.learning_job import keep_extracting
+from threadloom.daemon.outbound import StallGuard
+from threadloom.daemon.retention_job import keep_store_small
 from threadloom.daemon.usermodel_job import UserModelJob
 from threadloom.errors import ThreadloomError
 from threadloom.home import try_lock
@@ -43,6 +46,7 @@ from threadloom.store.sqlite import ensure_private_dir
 log = logging.getLogger(__name__)
 IDLE_CHECK_S = 0.5
 RECALL_MODEL_WAIT_S = 60.0  # a control recall waits this long for a model still loading
+MAX_CONNECTIONS = 512  # open at once (sessions, hooks, greetings under way); past it a new one is closed
 
 
 class Daemon:
@@ -56,6 +60,9 @@ class Daemon:
         self._last_activity = time.monotonic()
         self._retire = anyio.Event()
         self._force = False
+        self._open = 0
+        self.restarting: str | None = None  # why the memory guard asked for a fresh daemon
+        self.guard = guard.install(guard.MemoryGuard(runtime, self.restart, lambda: self._lock_fd is not None))
 
     async def serve(self) -> None:
         socket_path = self.layout.socket
@@ -69,8 +76,11 @@ class Daemon:
             tg.start_soon(self._accept, tg)
             tg.start_soon(self._watch_idle)
             tg.start_soon(self._watch_signals)
+            tg.start_soon(self.guard.run)  # resident memory under THREADLOOM_DAEMON_MEMORY_MB, the log rotated
             tg.start_soon(self.runtime.run_background_jobs)
             tg.start_soon(probe_job.keep_probing, self.runtime)  # the self-test (THREADLOOM_PROBE_INTERVAL)
+            tg.start_soon(keep_consolidating, self.runtime)  # THREADLOOM_CONSOLIDATE_INTERVAL
+            tg.start_soon(keep_store_small, self.runtime)  # THREADLOOM_RETENTION_INTERVAL
             ingest = ingest_job.start(self.runtime)  # transcripts: the poll and session-end passes
             tg.start_soon(ingest.run)
             tg.start_soon(keep_extracting, self.runtime)  # learning candidates (THREADLOOM_LEARN_EXTRACT)
@@ -80,7 +90,7 @@ class Daemon:
             tg.start_soon(style_job.keep_learning, self.runtime)  # style habits from new user messages
             await self._retire.wait()
             ingest.stop()
-            await self._stop_listening()
+            await self._stop_listening(keep_lock=self.restarting is not None)
             while self._sessions and not self._force:
                 await anyio.sleep(IDLE_CHECK_S / 5)
             tg.cancel_scope.cancel()
@@ -90,8 +100,18 @@ class Daemon:
         self._force = self._force or force
         self._retire.set()
 
-    async def _stop_listening(self) -> None:
-        """Give up the socket and the lock so that a new daemon can start beside our last sessions."""
+    def restart(self, why: str) -> None:
+        """End as `daemon stop` does, keeping the daemon lock for the fresh daemon `run_daemon` then execs."""
+        self.restarting = why
+        self.retire(force=True)
+
+    @property
+    def lock_fd(self) -> int | None:
+        return self._lock_fd
+
+    async def _stop_listening(self, *, keep_lock: bool = False) -> None:
+        """Give up the socket and the lock so that a new daemon can start beside our last sessions (the lock
+        is kept for a restart: no other daemon may start in between)."""
         if self._listener is not None:
             await self._listener.aclose()
             self._listener = None
@@ -99,7 +119,7 @@ class Daemon:
                 self.layout.socket.unlink()
             with contextlib.suppress(FileNotFoundError):
                 self.layout.daemon_info.unlink()
-        if self._lock_fd is not None:
+        if self._lock_fd is not None and not keep_lock:
             fcntl.flock(self._lock_fd, fcntl.LOCK_UN)
             os.close(self._lock_fd)
             self._lock_fd = None
@@ -117,6 +137,10 @@ class Daemon:
                 stream = await self._listener.accept()
             except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                 return
+            if self._open >= MAX_CONNECTIONS:
+                log.warning("%d connections open: closed a new one", self._open)
+                await stream.aclose()
+                continue
             tg.start_soon(self._handle, stream)
 
     async def _watch_idle(self) -> None:
@@ -138,6 +162,13 @@ class Daemon:
                 return
 
     async def _handle(self, stream: SocketStream) -> None:
+        self._open += 1
+        try:
+            await self._converse(stream)
+        finally:
+            self._open -= 1
+
+    async def _converse(self, stream: SocketStream) -> None:
         async with stream:
             buffered = BufferedByteReceiveStream(stream)
             try:
@@ -173,8 +204,12 @@ class Daemon:
             welcome = {"kind": protocol.WELCOME, "version": __version__, "session": state.session_id_hint}
             await stream.send(protocol.encode(welcome))
             self._sessions += 1
+            stall = self.runtime.settings.daemon_client_stall_s
+            out = StallGuard(
+                stream, stall, f"{state.session_id_hint or '?'} (pid {state.pid})", self.guard.note_dropped
+            )
             try:
-                await serve_stream(self.server, stream, state, buffered)
+                await serve_stream(self.server, out, state, buffered)
             finally:
                 self._sessions -= 1
                 self._last_activity = time.monotonic()
@@ -238,6 +273,7 @@ class Daemon:
                 ],
                 "store": self.runtime.store.location,
                 "idle_timeout_s": self.runtime.settings.daemon_idle_timeout,
+                "guard": self.guard.report(),
             }
         return {"ok": False, "error": f"unknown control op {op!r}"}
 
@@ -287,7 +323,8 @@ def run_daemon(settings: Settings, lock_fd: int | None = None) -> int:
     """Run the daemon in this process until it retires. Returns at once if another one owns the home."""
     os.umask(0o077)
     # The daemon's own comings and goings belong in its log whatever the configured level.
-    log.setLevel(min(log.getEffectiveLevel(), logging.INFO))
+    for name in (__name__, guard.__name__, logs.__name__, StallGuard.__module__):
+        logging.getLogger(name).setLevel(min(log.getEffectiveLevel(), logging.INFO))
     ensure_private_dir(settings.home)
     if lock_fd is None:
         lock_fd = try_lock(settings.layout.lock)
@@ -300,4 +337,7 @@ def run_daemon(settings: Settings, lock_fd: int | None = None) -> int:
         anyio.run(daemon.serve)
     finally:
         runtime.close()
+    if daemon.restarting is not None and daemon.lock_fd is not None:
+        log.info("memory guard: a fresh daemon takes over (%s)", daemon.restarting)
+        guard.exec_fresh(daemon.lock_fd)
     return 0

@@ -6,13 +6,13 @@ learning (`style_manage action=pause`) is skipped: that is the off switch, per u
 from __future__ import annotations
 
 import logging
-import os
 from typing import Final
 
 import anyio
 
 from threadloom.errors import ThreadloomError
 from threadloom.runtime import Runtime
+from threadloom.store import jobs
 from threadloom.style import Learner
 
 log = logging.getLogger(__name__)
@@ -23,7 +23,7 @@ CATCH_UP_S: Final = 1.0  # between passes while a backlog remains
 async def keep_learning(runtime: Runtime) -> None:
     learner = Learner(runtime.store, runtime.scrubber)
     interval = runtime.settings.ingest_interval if runtime.settings.ingest_interval > 0 else INTERVAL_S
-    holder = f"daemon:{os.getpid()}"
+    holder = jobs.holder_id()
     while True:
         backlog = False
         try:

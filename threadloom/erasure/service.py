@@ -20,6 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from threadloom.erasure.learning import TOUCHED, LearningFiles, Planned
 from threadloom.errors import InvalidInput
 from threadloom.store import erasure
 from threadloom.store.base import Store
@@ -64,8 +65,11 @@ def check(sel: Selector, kinds: Sequence[str], sample: int) -> tuple[str, ...]:
 
 
 class Eraser:
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: Store, learning: LearningFiles | None = None) -> None:
+        """`learning`: the learning loops' files (skills, their copies, lessons, exports); without it their
+        rows are erased but no skill or lesson is."""
         self._store = store
+        self._learning = learning
         # The file to compact after an erasure: SQLite is the one backend with a file of its own.
         self._database: Path | None = store.path if isinstance(store, SqliteStore) else None
 
@@ -75,8 +79,21 @@ class Eraser:
     ) -> dict[str, Any]:  # fmt: skip
         """`egress`: the policy and the reader's vendor; a dry run's sample is read by a model too."""
         chosen = check(sel, kinds, sample)
+        if self._learning is None or not set(TOUCHED) & set(chosen):
+            return self._forget(owner, sel, chosen, dry_run, sample, egress, None)
+        with self._learning.locked(owner):  # no skill or lesson changes between the plan and the erasure
+            planned = self._learning.plan(owner, sel, chosen)
+            return self._forget(owner, sel, chosen, dry_run, sample, egress, planned)
+
+    def _forget(
+        self, owner: str, sel: Selector, chosen: tuple[str, ...], dry_run: bool, sample: int,
+        egress: tuple[str, str], planned: Planned | None,
+    ) -> dict[str, Any]:  # fmt: skip
+        plan = planned.plan if planned is not None else None
         if dry_run:
-            found = self._store.read(lambda r: {k: erasure.matching(r, k, owner, sel, sample) for k in chosen})
+            found = self._store.read(lambda r: {k: erasure.matching(r, k, owner, sel, sample, plan) for k in chosen})
+            if planned is not None and self._learning is not None:
+                _learning_preview(found, planned, self._learning.preview(owner, planned, sel))
             withheld = _withhold(found, *egress)
             # every count a kind gives (rows, archived memories, a claim's evidence, profile entries), not samples
             total = sum(v for f in found.values() for v in f.values() if isinstance(v, int))
@@ -86,10 +103,16 @@ class Eraser:
                 "total": total,
                 "next": "nothing matched" if total == 0 else "run again with dry_run false (CLI: --yes) to erase",
             } | ({"withheld": withheld} if withheld else {})
-        erased = self._store.write(partial(erasure.erase, kinds=chosen, owner=owner, sel=sel))
+        erased = self._store.write(partial(erasure.erase, kinds=chosen, owner=owner, sel=sel, plan=plan))
         result: dict[str, Any] = {"dry_run": False, "erased": erased}
-        if self._database is not None:
+        if planned is not None and self._learning is not None:
+            result["learning_files"] = self._learning.apply(owner, planned, sel)
+            if planned.kept:
+                result["kept_protected"] = planned.kept
+        if self._database is not None and any(isinstance(v, int) and v for v in erased.values()):
             result["compaction"] = erasure.compact(self._database)
+        elif self._database is not None:  # a VACUUM rewrites the whole file and holds every writer meanwhile
+            result["compaction_skipped"] = "nothing was erased, so the file was not rewritten"
         result["backups"] = {"note": BACKUPS_NOTE, "beside_store": self._kept_copies()}
         return result
 
@@ -97,6 +120,20 @@ class Eraser:
         if self._database is None:
             return []
         return sorted(str(p) for p in self._database.parent.glob(f"{self._database.name}.pre-restore-*"))
+
+
+def _learning_preview(found: dict[str, Any], planned: Planned, files: dict[str, int]) -> None:
+    """The dry run's learning figures: under `learning` when it is a chosen kind, else beside the transcripts
+    or notes the entries were written from. Protected entries reached are listed, never counted as going."""
+    home = found.get("learning") or found.get("transcripts") or found.get("notes")
+    if home is None:
+        return
+    if "learning" not in found:
+        home["skills"] = sum(k == "skill" for k, _ in planned.plan.entries)
+        home["lessons"] = sum(k == "lesson" for k, _ in planned.plan.entries)
+    home |= {k: v for k, v in files.items() if v}
+    if planned.kept:
+        home["kept_protected"] = planned.kept
 
 
 PERSONAL: Final = {"claims": "claims", "style": "style habits"}  # kinds whose sample rows carry their vendor

@@ -16,7 +16,6 @@ import logging
 import os
 import threading
 import time
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -100,7 +99,7 @@ class Ingester:
         self.config = config
         self.sources = list(all_sources) if all_sources is not None else sources()
         self._scrubber = Scrubber(config.scrub)
-        self._holder = f"{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._holder = jobs.holder_id()  # a lease left by a killed holder is taken at once
         self._parsed: dict[str, tuple[tuple[str, str], Cursor | None, dict[str, Any]]] = {}
         self._stopping = threading.Event()
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING, Final
 
 from threadloom.learning.locales import any_cue
@@ -36,6 +37,7 @@ class Match:
     similarity: float | None
 
 
+@lru_cache(maxsize=8_192)  # each pass compares with the same pending peers again
 def stems(text: str) -> frozenset[str]:
     """The word stems (CJK: character pairs) of what a candidate says, without its cue ("always", "next
     time"): two restatements share their content, not their cue."""
@@ -61,10 +63,10 @@ class Clusterer:
 
     def vectors(self, texts: Sequence[str]) -> tuple[list[bytes | None], str | None]:
         """The texts' embeddings as stored bytes and the model's fingerprint (Nones without a model)."""
-        import numpy as np
-
         if self.embedder is None or not texts:
             return [None] * len(texts), None
+        import numpy as np
+
         matrix = self.embedder.embed_documents(list(texts))
         return [row.astype(np.float32).tobytes() for row in matrix], self.embedder.fingerprint
 

@@ -18,8 +18,6 @@ The scheduled run is off until THREADLOOM_LEARN_CURATE is on; `threadloom learn 
 
 from __future__ import annotations
 
-import os
-import secrets
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -68,7 +66,7 @@ class Curator:
         self.delete_budget = delete_budget
         self.stale_days = stale_days
         self.embedder = embedder
-        self._holder = f"{os.getpid()}:{secrets.token_hex(4)}"
+        self._holder = jobs.holder_id()
 
     def run(self, owner: str, dry_run: bool = False) -> dict[str, Any]:
         """One pass over `owner`'s library: {busy} when another process holds it, else what it found and did."""

@@ -9,6 +9,7 @@ from threadloom.store.base import Reader, Row, Writer
 
 Kind = Literal["skill", "lesson"]
 KINDS: Final = ("skill", "lesson")
+MIRROR_JOB: Final = "learning.mirror:"  # job_runs: the last mirroring of a user's skills, for status
 _COLUMNS: Final = (
     "kind, name, description, origin, source, pinned, digest, created_at, updated_at, viewed, used, "
     "last_viewed_at, last_used_at"

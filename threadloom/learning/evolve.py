@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -130,7 +129,7 @@ class EvolveJob:
         if not force and self.store.read(lambda r: self._due_at(r) > now):
             report.did = "not due"
             return report
-        holder = f"{os.getpid()}-{secrets.token_hex(4)}"
+        holder = jobs.holder_id()
         if not self.store.write(lambda w: jobs.acquire(w, self.job, holder, now, LEASE_MS)):
             report.did, report.why = "busy", "another process holds this loop's pass"
             return report

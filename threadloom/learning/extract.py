@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from threadloom.learning.locales import Compiled, any_veto, compiled, cue_locales, leading_fillers
+from threadloom.learning.locales import Compiled, any_keyword, any_veto, compiled, cue_locales, leading_fillers
 
 MAX_CANDIDATE_CHARS: Final = 1_000  # a longer "sentence" is a paste, not a rule
 MAX_SCANNED_CHARS: Final = 64_000  # of one message: a pasted log past this is not read for rules
@@ -40,6 +40,7 @@ _NOISE_LINE = re.compile(
     r"|^\s*(?:\d{4}-\d\d-\d\d[ T]\d\d:\d\d|\[?(?:DEBUG|INFO|WARN(?:ING)?|ERROR|FATAL)\]?[: ])",
 )
 _BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+(.+)$")
+_ANY_BULLET = re.compile(r"^\s*(?:[-*•+]|\d{1,3}[.)])\s+\S", re.MULTILINE)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|(?<=[。！？；])")
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
 _WORD = re.compile(r"[^\W_]+")
@@ -57,7 +58,7 @@ class Found:
 def is_noise(text: str) -> bool:
     """Whether a whole message is a client's wrapping rather than a person's words."""
     head = text.lstrip()[:200].lower()
-    return any(head.startswith(opener) for opener in NOISE_OPENERS)
+    return head.startswith(NOISE_OPENERS)
 
 
 def classify(sentence: str) -> tuple[str, str] | None:
@@ -68,9 +69,14 @@ def classify(sentence: str) -> tuple[str, str] | None:
     near = cue_locales(s)
     if not near:  # most sentences: one search
         return None
-    veto = any_veto()  # any locale's: "nie wiem" is no German "nie"
-    if veto is not None and veto.search(s):
+    shape = _shape(s, near)
+    veto = any_veto()  # any locale's: "nie wiem" is no German "nie"; searched only for a sentence with a shape
+    if shape is None or (veto is not None and veto.search(s)):
         return None
+    return shape
+
+
+def _shape(s: str, near: set[str]) -> tuple[str, str] | None:
     for c in compiled():
         if c.locale not in near:
             continue
@@ -85,10 +91,15 @@ def harvest(text: str) -> list[Found]:
     """Every decision- or rule-shaped sentence of `text`, and every item of a rule-like bullet list."""
     if is_noise(text):
         return []
+    text = text[:MAX_SCANNED_CHARS]
+    # The prefilter (most messages stop here): without a cue word anywhere no sentence is rule-shaped, and
+    # without a bullet line no list can be taken whole under a rules heading.
+    if not any_keyword().search(text.lower()) and not _ANY_BULLET.search(text):
+        return []
     found: list[Found] = []
     run: list[tuple[int, str]] = []  # the bullet list being read: (offset, item)
     heading = ""
-    for offset, line in _lines(text[:MAX_SCANNED_CHARS]):
+    for offset, line in _lines(text):
         bullet = _BULLET.match(line)
         if bullet:
             run.append((offset + bullet.start(1), bullet.group(1)))
@@ -165,7 +176,11 @@ def _long_enough(s: str, words: int = MIN_WORDS) -> bool:
 
 def _lines(text: str) -> Iterator[tuple[int, str]]:
     """The text's lines with their offsets, code, markup and noise lines left out (blanked, so offsets hold)."""
-    blank = _MARKUP.sub(lambda m: " " * len(m.group(0)), _FENCED.sub(lambda m: " " * len(m.group(0)), text))
+    blank = text
+    if "```" in blank or "~~~" in blank:
+        blank = _FENCED.sub(lambda m: " " * len(m.group(0)), blank)
+    if "<" in blank:
+        blank = _MARKUP.sub(lambda m: " " * len(m.group(0)), blank)
     offset = 0
     for line in blank.split("\n"):
         if line.strip() and not _NOISE_LINE.match(line):

@@ -14,8 +14,6 @@ and the noise `extract.py` drops inside a turn.
 
 from __future__ import annotations
 
-import os
-import secrets
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -24,7 +22,8 @@ from typing import TYPE_CHECKING, Any, Final
 from threadloom.clock import now_ms
 from threadloom.learning import candidates as queue
 from threadloom.learning.clusters import Clusterer
-from threadloom.learning.extract import harvest
+from threadloom.learning.entries import MIRROR_JOB
+from threadloom.learning.extract import MAX_SCANNED_CHARS, harvest
 from threadloom.scrub import SCRUB, Scrubber
 from threadloom.store import jobs
 from threadloom.store.base import Reader, Row, Store, Writer
@@ -92,7 +91,7 @@ class Extractor:
         self._store = store
         self._scrubber = scrubber
         self._embedder = embedder
-        self._holder = f"{os.getpid()}:{secrets.token_hex(4)}"
+        self._holder = jobs.holder_id()
 
     def run(self, batch: int = BATCH) -> ExtractReport:
         """One pass over at most `batch` messages and `batch` notes; `busy` when another process holds it."""
@@ -157,7 +156,8 @@ class Extractor:
                     clustered += cluster is not None
             for name, position in end.items():
                 jobs.set_cursor(w, name, position)
-            jobs.record_run(w, JOB, now, now_ms(), False, {"read": report.messages + report.notes, "queued": queued})
+            outcome = {"read": report.messages + report.notes, "queued": queued, "skipped": dict(report.skipped)}
+            jobs.record_run(w, JOB, now, now_ms(), False, outcome)
             return queued, clustered
 
         report.queued, report.clustered = self._store.write(tx)
@@ -167,6 +167,8 @@ class Extractor:
         report.skipped = {k: v for k, v in report.skipped.items() if v}
 
     def _found(self, row: Row, source: str, text: str, report: ExtractReport) -> list[queue.NewCandidate]:
+        if len(text) > MAX_SCANNED_CHARS:  # a paste: only its start is read for rules (extract.harvest)
+            report.skip(f"read only the first {MAX_SCANNED_CHARS:,} characters")
         out = []
         for f in harvest(text):
             out.append(
@@ -200,8 +202,9 @@ class Extractor:
 def _read(r: Reader, batch: int) -> _Batch:
     start = {MESSAGES: jobs.cursor(r, MESSAGES), NOTES: jobs.cursor(r, NOTES)}
     messages = r.rows(
-        "SELECT id, owner, session_id, role, text, project, at FROM transcript_messages WHERE id > :c "
-        "ORDER BY id LIMIT :n",
+        # Only a user's turn is read for rules: the others' text (tool output, long answers) is not fetched.
+        "SELECT id, owner, session_id, role, CASE WHEN role = 'user' THEN text ELSE '' END AS text, project, at "
+        "FROM transcript_messages WHERE id > :c ORDER BY id LIMIT :n",
         {"c": start[MESSAGES], "n": batch},
     )
     notes = r.rows(
@@ -225,10 +228,12 @@ def _with_vector(c: queue.NewCandidate, vector: bytes | None, model: str | None)
 
 def learning_status(store: Store, user: str, enabled: bool, interval: float) -> dict[str, Any]:
     """For `status`: whether extract is on, when it last ran and what it did (job_runs: every process's
-    passes), and `user`'s candidates by status."""
+    passes; what it left out and why, a paste past what is read included), `user`'s candidates by status, and
+    what the last mirroring of `user`'s skills met (a refused folder, a hand-edited or broken copy)."""
 
     def read(r: Reader) -> dict[str, Any]:
         last = jobs.last_run(r, JOB)
+        mirror = jobs.last_run(r, MIRROR_JOB + user)
         return {
             "extract": {
                 "enabled": enabled,
@@ -236,6 +241,6 @@ def learning_status(store: Store, user: str, enabled: bool, interval: float) -> 
                 "last_pass": None if last is None else {"finished_at": last["finished_at"], "did": last["outcome"]},
             },
             "candidates": queue.counts(r, user),
-        }
+        } | ({"skills_mirror": mirror["outcome"] | {"at": mirror["finished_at"]}} if mirror else {})
 
     return store.read(read)

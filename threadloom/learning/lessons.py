@@ -53,11 +53,20 @@ def render(rows: Sequence[Row]) -> str:
     return "".join(parts)
 
 
+_BLOCK_STARTS: Final = ("#", "<", "-->", "```", "~~~")  # headings, HTML blocks and comments, code fences
+
+
 def _as_text(body: str) -> str:
-    """A lesson's lines, none of which can start a heading or a comment: an entry cannot pose as the next
-    one, nor claim another origin (the store, not this file, decides what is protected)."""
+    """A lesson's lines, none of which can start a heading, a comment, an HTML block or a code fence, nor
+    underline the line before into a heading: an entry cannot pose as the next one, swallow the entries
+    after it, nor claim another origin (the store, not this file, decides what is protected)."""
     lines = body.strip().splitlines()
-    return "\n".join("\\" + line if line.lstrip().startswith(("#", "<!--", "-->")) else line for line in lines)
+    return "\n".join("\\" + line if _starts_a_block(line) else line for line in lines)
+
+
+def _starts_a_block(line: str) -> bool:
+    bare = line.strip()
+    return line.lstrip().startswith(_BLOCK_STARTS) or (bool(bare) and set(bare) in ({"-"}, {"="}))
 
 
 def write_file(folder: Path, file_name: str, rows: Sequence[Row]) -> Path:

@@ -25,13 +25,16 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound
+from threadloom.home import HomeLayout
 from threadloom.identity import check_user
 from threadloom.learning import entries, lessons
-from threadloom.learning.entries import KINDS
+from threadloom.learning.entries import KINDS, MIRROR_JOB
 from threadloom.learning.mirror import Mirror
 from threadloom.learning.screen import check_loop_text
 from threadloom.learning.skills import REFERENCES, SKILL_FILE, Skill, check_name, checked, files_digest, parse
-from threadloom.store.base import Row
+from threadloom.scrub import SCRUB, Scrubber
+from threadloom.store import jobs
+from threadloom.store.base import Row, Store
 from threadloom.threads.repository import Repository
 
 if TYPE_CHECKING:
@@ -66,6 +69,15 @@ class Library:
         if client_home is None and runtime.mode in ("daemon", "in-process"):
             client_home = Path.home()
         self.mirror = Mirror(client_home) if client_home is not None else None
+
+    @classmethod
+    def at(cls, store: Store, layout: HomeLayout, client_home: Path | None, scrubber: Scrubber = SCRUB) -> Library:
+        """The library of a store opened without a runtime (`threadloom forget` holds the store alone)."""
+        library = cls.__new__(cls)
+        library.store, library.scrubber = store, scrubber
+        library.skills_root, library.lessons_root = layout.skills, layout.lessons
+        library.mirror = Mirror(client_home) if client_home is not None else None
+        return library
 
     # skills
 
@@ -113,6 +125,7 @@ class Library:
             )  # fmt: skip
             # Inside the lock: two writers of one skill must not interleave their copies' files.
             mirrors = [o.as_dict() for o in self.mirror.sync(owner, skill.name, files)] if self.mirror else []
+            self._note_mirror(owner, mirrors)
         return {
             "kind": "skill",
             "name": skill.name,
@@ -224,11 +237,7 @@ class Library:
                 on_disk = _canonical(repo, row["name"])
                 if origin == "loop":
                     _refuse_if_protected(kind, row["name"], row, on_disk)
-                for path in sorted(on_disk or {}):
-                    repo.delete(f"{row['name']}/{path}")
-                for folder in (f"{row['name']}/{REFERENCES}", row["name"]):
-                    with suppress(OSError):
-                        os.rmdir(repo.root / folder)
+                _drop_folder(repo, row["name"], on_disk)
             elif origin == "loop":
                 _refuse_if_protected(kind, row["name"], row, None)
             self.store.write(lambda w: entries.remove(w, owner, kind, row["name"]))
@@ -238,6 +247,12 @@ class Library:
             if self.mirror is not None and kind == "skill":
                 mirrors = [o.as_dict() for o in self.mirror.remove(owner, row["name"])]
         return {"kind": kind, "name": row["name"], "deleted": True, "mirrors": mirrors}
+
+    def drop_files(self, owner: str, name: str) -> list[dict[str, str]]:
+        """Remove skill `name`'s folder and copies, its row gone already (erasure/learning.py, under `_locked`)."""
+        repo = self._skills_repo(owner)
+        _drop_folder(repo, check_name(name), _canonical(repo, name))
+        return [o.as_dict() for o in self.mirror.remove(owner, name)] if self.mirror is not None else []
 
     def mirror_all(self, owner: str) -> dict[str, Any]:
         """Write every skill of `owner` into the installed CLIs' skills folders; report what each folder
@@ -256,6 +271,7 @@ class Library:
                     written[row["name"]] = [{"folder": str(repo.root), "status": "broken", "detail": exc.message}]
                     continue
                 written[row["name"]] = [o.as_dict() for o in self.mirror.sync(owner, row["name"], files)]
+            self._note_mirror(owner, [o | {"skill": name} for name, got in written.items() for o in got])
         return {"folders": [str(p) for p in self.mirror.roots()], "skills": written, "broken": self.mirror.scan()}
 
     def report(self, owner: str) -> dict[str, Any]:
@@ -270,6 +286,15 @@ class Library:
         return {"entries": counts, "pinned": sum(r["pinned"] for r in rows), "broken_skill_files": broken}
 
     # the mechanism
+
+    def _note_mirror(self, owner: str, outcomes: list[dict[str, str]]) -> None:
+        """For `status` (harvest.learning_status): a refused folder, a hand-edited or unloadable copy of theirs."""
+        if self.mirror is None:
+            return
+        problems = [o for o in outcomes if o["status"] not in ("written", "unchanged", "removed", "absent")]
+        outcome = {"problems": problems[:20], "broken": self.mirror.scan(owner)[:20]}
+        now = now_ms()
+        self.store.write(lambda w: jobs.record_run(w, MIRROR_JOB + owner, now, now, False, outcome))
 
     def _row(self, owner: str, kind: str, name: str) -> Row:
         if kind == "skill":
@@ -332,6 +357,14 @@ def _refuse_if_protected(kind: str, name: str, row: Row | None, on_disk: dict[st
         why = "it was edited by hand since it was written"
     if why:
         raise InvalidInput(f"{kind} {name} is protected ({why}): a learning loop may not change or delete it")
+
+
+def _drop_folder(repo: Repository, name: str, on_disk: dict[str, str] | None) -> None:
+    for path in sorted(on_disk or {}):
+        repo.delete(f"{name}/{path}")
+    for folder in (f"{name}/{REFERENCES}", name):
+        with suppress(OSError):
+            os.rmdir(repo.root / folder)
 
 
 def _canonical(repo: Repository, name: str) -> dict[str, str] | None:

@@ -25,6 +25,8 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Final
 
+from threadloom.learning.prefilter import any_of, required
+
 # Words a sentence may open with before its cue ("OK, and please never ...").
 _FILLER_WORDS: Final = (
     "ok(?:ay)?|so|and|also|but|oh|please|pls|bitte|s'il te plaît|por favor|per favore|alsjeblieft|proszę|пожалуйста"
@@ -307,28 +309,40 @@ def any_cue() -> re.Pattern[str]:
     return re.compile("|".join(f"(?:{p})" for p in parts), re.IGNORECASE)
 
 
-_LITERAL: Final = re.compile(r"[^\W\d_]+")
-_CJK_CHAR: Final = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uac00-\ud7af]")
+@cache
+def _keywords() -> dict[str, re.Pattern[str]]:
+    """Per locale, the literals one of which every match of one of its cues contains (learning/prefilter.py):
+    a pattern of plain literals over a lowered sentence, which the regex engine scans by first character."""
+    out = {}
+    for name, c in LOCALES.items():
+        words: set[str] = set()
+        for p in (*c.decision, *c.rule, *c.always, *c.starts):
+            need = required(p)
+            if need is None:  # a cue that promises no literal: the locale cannot be filtered
+                need = {""}
+            words |= need
+        # Case-sensitive over a lowered sentence: IGNORECASE costs the engine its first-character scan (8x).
+        out[name] = re.compile(any_of(words))
+    return out
 
 
 @cache
-def _keywords() -> dict[str, re.Pattern[str]]:
-    """Per locale, the letters every match of one of its cues contains (each cue's words of 3+ letters,
-    any CJK run): a pattern of plain literals, which the regex engine scans by first character."""
-    out = {}
-    for name, c in LOCALES.items():
-        words = set()
+def any_keyword() -> re.Pattern[str]:
+    """Every locale's cue words in one plain-literal pattern, for a lowered text: no match, no cue of any
+    locale (most sentences and most messages cost this one search)."""
+    words: set[str] = set()
+    for c in LOCALES.values():
         for p in (*c.decision, *c.rule, *c.always, *c.starts):
-            words |= {w.lower() for w in _LITERAL.findall(p) if len(w) >= 3 or _CJK_CHAR.search(w)}
-        # Case-sensitive over a lowered sentence: IGNORECASE costs the engine its first-character scan (8x).
-        out[name] = re.compile("|".join(re.escape(w) for w in sorted(words, key=len, reverse=True)))
-    return out
+            words |= required(p) or {""}
+    return re.compile(any_of(words))
 
 
 def cue_locales(sentence: str) -> set[str]:
     """The locales one of whose cue words occurs in `sentence`: a superset of those whose cues match, found
-    with plain-literal searches (most sentences name no cue word and cost only these)."""
+    with plain-literal searches (most sentences name no cue word and cost only the first)."""
     lowered = sentence.lower()
+    if not any_keyword().search(lowered):
+        return set()
     return {name for name, words in _keywords().items() if words.search(lowered)}
 
 

@@ -92,9 +92,10 @@ class Mirror:
         check_name(name)
         return [self._each(root, lambda repo: self._remove(repo, owner, name), create=False) for root in self.roots()]
 
-    def scan(self) -> list[dict[str, Any]]:
+    def scan(self, owner: str | None = None) -> list[dict[str, Any]]:
         """Every skill folder in the installed skills folders whose SKILL.md cannot be loaded, and why (a
-        broken one is reported, never fatal), with whether threadloom wrote it."""
+        broken one is reported, never fatal), with whether threadloom wrote it; with `owner`, only the copies
+        threadloom wrote for that user (what a server serving several users may tell one of them)."""
         problems: list[dict[str, Any]] = []
         for root in self.roots():
             if not root.is_dir() or root.is_symlink():
@@ -103,7 +104,10 @@ class Mirror:
             for entry in sorted(os.scandir(root), key=lambda e: e.name):
                 if entry.name.startswith(".") or not entry.is_dir(follow_symlinks=False):
                     continue
-                ours = _manifest(repo, entry.name) is not None
+                manifest = _manifest(repo, entry.name)
+                ours = manifest is not None
+                if owner is not None and (manifest or {}).get("owner") != owner:
+                    continue
                 try:
                     text = repo.read_text(f"{entry.name}/{SKILL_FILE}")
                     if text is None:

@@ -1,14 +1,12 @@
 """The maintenance pass: apply the recalls journaled since the last one (memory/reactivation.py), rescore
-every memory, move it along the lifecycle, prune what nothing protects (into an archive restorable for 30
-days), purge the archive, and promote memories of auto-core categories. Single-flight across processes
-through a lease in the store.
+every memory, move it along the lifecycle, prune what nothing protects (into an archive restorable for
+THREADLOOM_RETENTION_RESTORE_DAYS, 30 by default), purge the archive, and promote memories of auto-core
+categories. Single-flight across processes through a lease in the store.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import socket
 from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Final
@@ -19,7 +17,7 @@ from threadloom.identity import Provenance
 from threadloom.memory import scoring
 from threadloom.memory.model import Memory, check_id, memory_document
 from threadloom.memory.reactivation import apply_recalls
-from threadloom.memory.service import ARCHIVE_DAYS, rescore
+from threadloom.memory.service import rescore
 from threadloom.search.model import Viewer
 from threadloom.sessions import record_event
 from threadloom.store import documents, jobs, memories, memory_upkeep
@@ -60,7 +58,7 @@ class Maintenance:
     def __init__(self, store: Store, config: scoring.ScoringConfig) -> None:
         self._store = store
         self.config = config
-        self.holder = f"{socket.gethostname()}:{os.getpid()}"
+        self.holder = jobs.holder_id()
 
     def run(self, dry_run: bool = False, now: int | None = None, viewer: Viewer | None = None) -> PassReport:
         """One pass over every user's memories. The report counts only what `viewer` may see (everything for
@@ -88,7 +86,7 @@ class Maintenance:
             if not dry_run:
                 report.purged = self._store.write(
                     lambda w: memory_upkeep.purge_archive(
-                        w, now - ARCHIVE_DAYS * scoring.DAY_MS, viewer.user if viewer else None
+                        w, int(now - self.config.archive_days * scoring.DAY_MS), viewer.user if viewer else None
                     )
                 )
         finally:
@@ -158,7 +156,7 @@ class Maintenance:
             documents.set_status(w, "memory", memory_id, "superseded" if superseded else str(status))
 
     def restore(self, memory_id: str, prov: Provenance) -> Memory:
-        """Bring back a memory a pass pruned, within the archive's 30 days."""
+        """Bring back a memory a pass pruned, within the restore window (`archive_days`)."""
         check_id(memory_id)
         now = now_ms()
 
@@ -167,7 +165,9 @@ class Maintenance:
         def tx(w: Writer) -> Memory:
             found = memory_upkeep.archived(w, memory_id, owner)
             if found is None:
-                raise NotFound(f"{memory_id} is not in the prune archive (restorable for {ARCHIVE_DAYS} days)")
+                raise NotFound(
+                    f"{memory_id} is not in the prune archive (restorable for {self.config.archive_days:g} days)"
+                )
             payload, _ = found
             memory_upkeep.restore_row(w, payload["memory"] | {"status": "active", "last_reactivated_at": now})
             memory_upkeep.unarchive(w, memory_id)

@@ -34,6 +34,7 @@ class ScoringConfig:
     forget_below: float = 0.01
     min_idle_days: float = 30.0
     core_promotion_score: float = 0.25  # an auto-core category's memory becomes core (approval: is offered) here
+    archive_days: float = 30.0  # a pruned memory stays restorable this long (THREADLOOM_RETENTION_RESTORE_DAYS)
 
 
 @dataclass(frozen=True)

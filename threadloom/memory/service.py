@@ -38,10 +38,8 @@ from threadloom.scrub import SCRUB, Scrubber
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters, MemoryScope, Viewer
 from threadloom.sessions import record_event
-from threadloom.store import documents, memories
+from threadloom.store import document_vectors, documents, memories
 from threadloom.store.base import Reader, Store, Writer
-
-ARCHIVE_DAYS = 30
 
 
 @dataclass(frozen=True)
@@ -124,8 +122,8 @@ class MemoryService:
             memory = memories.get(w, memory_id)
             assert memory is not None
             doc_id = documents.upsert(w, memory_document(memory), now)
-            if vector is not None and self._engine.embedder is not None and not documents.follows(w, doc_id):
-                documents.put_vector(
+            if vector is not None and self._engine.embedder is not None and not document_vectors.follows(w, doc_id):
+                document_vectors.put_vector(
                     w,
                     doc_id,
                     self._engine.embedder.fingerprint,

@@ -12,7 +12,7 @@ from threadloom.memory.conflicts import conflict_hint
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters
 from threadloom.search.query import STOPWORDS
-from threadloom.store import documents
+from threadloom.store import document_vectors
 from threadloom.store.base import Store
 
 if TYPE_CHECKING:
@@ -78,7 +78,7 @@ class SimilarityFinder:
         stored: dict[int, bytes] = {}
         if vector is not None and embedder is not None and hits:
             ids = [h.doc_id for h in hits]
-            rows = self._store.read(lambda r: documents.vectors_of(r, embedder.fingerprint, ids, filters))
+            rows = self._store.read(lambda r: document_vectors.vectors_of(r, embedder.fingerprint, ids, filters))
             stored = {row[0]: row[1] for row in rows}
         found = []
         for hit in hits:

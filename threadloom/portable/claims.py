@@ -155,8 +155,8 @@ class Claims:
                 continue
             evidence_ids.append(
                 w.insert(
-                    f"INSERT OR IGNORE INTO user_evidence (claim_id, {', '.join(_EVIDENCE)}) "
-                    f"VALUES (:claim, {', '.join(':' + c for c in _EVIDENCE)})",
+                    f"INSERT INTO user_evidence (claim_id, {', '.join(_EVIDENCE)}) "
+                    f"VALUES (:claim, {', '.join(':' + c for c in _EVIDENCE)}) ON CONFLICT DO NOTHING",
                     {**{c: e[c] for c in _EVIDENCE}, "claim": claim_id},
                 )
             )

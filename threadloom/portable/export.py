@@ -34,15 +34,16 @@ def choose(names: Sequence[str] | None, library: Library | None = None, with_tra
 
 
 def prepare(folder: Path) -> Path:
-    """The export folder: made 0700 if missing; a link, a file or a folder with a previous export is refused."""
+    """The export folder: made 0700 if missing; a link, a file or a folder that is not empty is refused (a
+    repository's own folder, `--out .`, would put private items beside its sources for `git add` to find)."""
     if folder.is_symlink():
         raise InvalidInput(f"{folder} is a symbolic link; name a real folder")
     if folder.exists():
         if not folder.is_dir():
             raise InvalidInput(f"{folder} exists and is not a folder")
-        clashes = sorted(p.name for p in folder.iterdir() if p.name.endswith((".jsonl", ".md")))
-        if clashes:
-            raise InvalidInput(f"{folder} already holds {clashes[0]}: export into an empty or new folder")
+        held = sorted(p.name for p in folder.iterdir())
+        if held:
+            raise InvalidInput(f"{folder} is not empty (it already holds {held[0]}): export into an empty or new one")
     else:
         folder.mkdir(mode=0o700, parents=True)
     return folder

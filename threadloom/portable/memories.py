@@ -192,15 +192,9 @@ class Memories:
                 memories.insert(w, values)
         for memory_id, item in added:
             rec = item.record
-            successor = rec["superseded_by"]
+            successor = rec["superseded_by"] and self._end(r, ctx, item, rec["superseded_by"], "superseded_by")
             if w is not None and (rec["status"] != "active" or rec["valid_to"] is not None or successor):
-                memories.update(
-                    w,
-                    memory_id,
-                    status=rec["status"],
-                    valid_to=rec["valid_to"],
-                    superseded_by=ctx.ids.get(successor, successor) if successor else None,
-                )
+                memories.update(w, memory_id, status=rec["status"], valid_to=rec["valid_to"], superseded_by=successor)
         if w is not None:  # indexed together: term counts once per distinct stem (SearchEngine.index_many)
             found = memories.get_many(w, [memory_id for memory_id, _ in added])
             SearchEngine.index_many(w, [memory_document(found[memory_id]) for memory_id, _ in added])
@@ -245,14 +239,14 @@ class Memories:
             "decay_score": 0.0,
         }
 
-    def _end(self, r: Reader, ctx: Context, item: Item, foreign: str) -> str:
+    def _end(self, r: Reader, ctx: Context, item: Item, foreign: str, field: str = "the edge") -> str:
         local = ctx.ids.get(foreign)
         if local is not None:
             return local
         if r.scalar("SELECT 1 FROM memories WHERE id = :i AND owner = :o", {"i": foreign, "o": ctx.user}):
             return foreign
         raise InvalidInput(
-            f"{item.where}: the edge names memory {foreign[:64]!r}, which is in neither the file nor your store"
+            f"{item.where}: {field} names memory {foreign[:64]!r}, which is in neither the file nor your store"
         )
 
     def _insert_edge(self, w: Writer, ends: list[str], rec: dict[str, Any]) -> None:

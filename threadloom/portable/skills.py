@@ -17,6 +17,7 @@ from typing import Any
 from threadloom.errors import InvalidInput
 from threadloom.learning import lessons
 from threadloom.learning.library import ORIGINS, Library, owner_folder
+from threadloom.learning.screen import check_loop_text
 from threadloom.learning.skills import MAX_FILE, MAX_REFERENCE, MAX_REFERENCES, REFERENCES, SKILL_FILE, checked, parse
 from threadloom.portable import format as f
 from threadloom.portable.memories import fenced
@@ -61,18 +62,22 @@ class Skills:
             raise InvalidInput(f"{where}: references must map at most {MAX_REFERENCES} file names to text")
         for name in refs:
             f.text(refs, name, where, MAX_REFERENCE)
-        if kind == "lesson":
-            lessons.checked_text(text)
-            if refs:
-                raise InvalidInput(f"{where}: a lesson has no references")
-            return line
-        try:
-            skill = parse(text)
-            checked(skill.name, skill.description, skill.body, refs)
+        if kind == "lesson" and refs:
+            raise InvalidInput(f"{where}: a lesson has no references")
+        try:  # all the library would refuse when writing it after the transaction, the loop screen included
+            if kind == "lesson":
+                parts = {"lesson": lessons.checked_text(text)}
+            else:
+                skill = parse(text)
+                whole = checked(skill.name, skill.description, skill.body, refs)
+                parts = {"description": whole.description, "body": whole.body}
+                parts |= {f"reference {k}": v for k, v in whole.references.items()}
+                if skill.name != rec["name"]:
+                    raise InvalidInput(f"the SKILL.md names {skill.name!r}, the record {rec['name']!r}")
+            if rec["origin"] == "loop":
+                check_loop_text(parts)
         except InvalidInput as exc:
             raise InvalidInput(f"{where}: {exc}") from None
-        if skill.name != rec["name"]:
-            raise InvalidInput(f"{where}: the SKILL.md names {skill.name!r}, the record {rec['name']!r}")
         return line
 
     def merge(self, r: Reader, w: Writer | None, ctx: Context, items: list[f.Line]) -> dict[str, int]:

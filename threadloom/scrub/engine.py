@@ -60,23 +60,52 @@ def _lower(text: str) -> str:
     return text.translate(_ASCII_LOWER)
 
 
-def _by_needle(folded: bool) -> tuple[tuple[str, tuple[int, ...]], ...]:
-    needles = dict.fromkeys(n for r in VENDOR_RULES if r.folded == folded for n in r.needles)
-    return tuple(
-        (n, tuple(i for i, r in enumerate(VENDOR_RULES) if r.folded == folded and n in r.needles)) for n in needles
-    )
+def _by_needle(folded: bool, bounded: bool) -> tuple[tuple[str, tuple[int, ...]], ...]:
+    """Each needle once, with the rules that need it; `bounded`: the needles only bounded rules have."""
+
+    def chosen(r: Rule) -> bool:
+        return r.folded == folded
+
+    in_any = {n for r in VENDOR_RULES if chosen(r) and not r.bounded for n in r.needles}
+    needles = dict.fromkeys(n for r in VENDOR_RULES if chosen(r) for n in r.needles if (n not in in_any) == bounded)
+    return tuple((n, tuple(i for i, r in enumerate(VENDOR_RULES) if chosen(r) and n in r.needles)) for n in needles)
 
 
 # Each needle once, with the rules that need it: a short text (a transcript message) pays one substring
-# search per needle, not a call per rule.
-_CASED: Final = _by_needle(False)
-_FOLDED: Final = _by_needle(True)
+# search per needle, not a call per rule. A bounded rule's needle is looked for in the text's long runs only.
+_CASED: Final = _by_needle(False, bounded=False)
+_CASED_RUNS: Final = _by_needle(False, bounded=True)
+_FOLDED: Final = _by_needle(True, bounded=False)
+_FOLDED_RUNS: Final = _by_needle(True, bounded=True)
+
+# Every bounded rule's match (prefix, body; vendors.py) is a run of at least MIN_RUN of RUN_CHARS, which
+# tests/test_scrub_prefilter.py checks against each pattern. Most messages (prose) hold no such run: then
+# none of those rules can match, and 3 byte-wide passes replace ~40 substring searches of the text.
+RUN_CHARS: Final = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_.~+/=-"
+MIN_RUN: Final = 15
+_KEEP: Final = bytes(c if c in RUN_CHARS else 0x20 for c in range(256))  # a run character stays, others: space
+_MASK: Final = bytes(0x78 if c in RUN_CHARS else 0x20 for c in range(256))  # a run character: x, others: space
+_LONG: Final = b"x" * MIN_RUN
+
+
+def _runs(text: str) -> str:
+    """The runs of MIN_RUN or more RUN_CHARS in `text`, one a line ('' when it has none)."""
+    raw = text.encode("utf-8", "surrogatepass")  # a byte of a non-ASCII character is never a run character
+    if _LONG not in raw.translate(_MASK):
+        return ""
+    return "\n".join(run.decode("ascii") for run in raw.translate(_KEEP).split() if len(run) >= MIN_RUN)
 
 
 def _present(text: str, lower: str) -> list[Rule]:
-    """The rules one of whose needles the text holds, in their order."""
+    """The rules one of whose needles the text holds, in their order (a bounded rule's, in a long run)."""
     hits = {i for needle, rules in _CASED if needle in text for i in rules}
     hits.update(i for needle, rules in _FOLDED if needle in lower for i in rules)
+    runs = _runs(text)
+    if runs:
+        hits.update(i for needle, rules in _CASED_RUNS if needle in runs for i in rules)
+        if _FOLDED_RUNS:
+            lowered = _lower(runs)
+            hits.update(i for needle, rules in _FOLDED_RUNS if needle in lowered for i in rules)
     return [VENDOR_RULES[i] for i in sorted(hits)]
 
 

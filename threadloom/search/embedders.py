@@ -165,6 +165,8 @@ def search_report(settings: Settings, lazy: LazyEmbedder) -> dict[str, Any]:
         }
     if lazy.error:
         report |= {"mode": "full-text", "using": "full-text only (BM25)", "why": f"the embedder failed: {lazy.error}"}
+    elif lazy.unloaded:
+        report |= {"mode": "full-text", "using": "full-text only (BM25)", "why": lazy.unloaded}
     elif plan.mode == "hybrid" and lazy.get() is None:
         wait = "the model is loading" if lazy.started else "the model loads after the first tool call"
         report |= {"mode": "full-text", "why": f"{wait} (full-text until then); {plan.why}"}
@@ -217,6 +219,7 @@ class LazyEmbedder:
         self.error: str | None = None
         self.load_s: float | None = None  # how long loading took, once done
         self.resident_mb: int | None = None  # how much this process's resident memory grew while loading
+        self.unloaded: str | None = None  # why the model was unloaded (the daemon's memory guard), if it was
 
     def start(self) -> None:
         """Start loading in a background thread; later calls do nothing."""
@@ -233,6 +236,8 @@ class LazyEmbedder:
             after = resident_mb()
             self.load_s = time.perf_counter() - started
             self.resident_mb = after - before if after is not None and before is not None else None
+            if self.unloaded:  # unloaded while it loaded: it is not used
+                self._embedder = None
             if self._embedder is not None and self._on_ready is not None:
                 self._on_ready(self._embedder)
         except Exception as exc:  # noqa: BLE001 - a broken model must leave full-text search working
@@ -249,3 +254,13 @@ class LazyEmbedder:
     @property
     def loading(self) -> bool:
         return not self._ready.is_set()
+
+    def unload(self, why: str) -> bool:
+        """Drop the model and never load it again in this process (`why` is what search reports say);
+        whether a model was loaded or loading. The caller detaches it from whatever else holds it."""
+        with self._start_lock:
+            had = self._embedder is not None or (self.started and not self._ready.is_set())
+            self.unloaded, self.started, self._embedder = why, True, None
+            if not had:
+                self._ready.set()  # never started: nothing will set it
+        return had

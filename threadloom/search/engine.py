@@ -22,7 +22,7 @@ from threadloom.search.fusion import FusionWeights, bm25_ceiling, dense_scale, f
 from threadloom.search.model import MAX_LIMIT, Document, Filters, Hit, SearchResult
 from threadloom.search.query import MAX_QUERY_CHARS, analyse, name_forms, without_names
 from threadloom.search.vector_index import DenseIndex, Prefetched
-from threadloom.store import documents
+from threadloom.store import document_vectors, documents, postgres_search
 from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Store, Writer
 
@@ -57,6 +57,7 @@ class SearchEngine:
         self.embedder = embedder
         self.tuning = tuning or SearchTuning()
         self._dense_index = DenseIndex()
+        self.fallback: str | None = None  # why searches go without a model they had (the daemon's memory guard)
 
     def attach_embedder(self, embedder: Embedder) -> None:
         """Start using a model that finished loading in the background."""
@@ -105,6 +106,8 @@ class SearchEngine:
         windows = temporal.windows(query.text, now or datetime.now(UTC))
         embedder = self.embedder
         tuning = self.tuning
+        if embedder is None and self.fallback:
+            caveats.append(self.fallback)
         named: set[str] = set()
         if tuning.weights.source_boost:
             named = self._store.read(partial(documents.sources_named, terms=name_forms(query.terms)))
@@ -135,7 +138,7 @@ class SearchEngine:
             signals = []
             facts: dict[int, tuple[int, str | None, str | None]] = {}
             prefetched = None
-            if pending is not None and embedder is not None and _keepable(filters):  # beside the model
+            if pending is not None and embedder is not None and _keepable(filters) and r.dialect == "sqlite":
                 prefetched = self._dense_index.prefetch(r, embedder.fingerprint, filters)
                 if prefetched is not None:  # a small store: every candidate's vector and facts
                     facts = dict(prefetched.facts)
@@ -192,9 +195,13 @@ class SearchEngine:
         floor = self.tuning.dense_floor
         if floor is None:
             floor = self.embedder.dense_floor if self.embedder is not None else 0.0
-        found = self._dense_index.search(
-            r, fingerprint, query_vector, filters, self.tuning.candidates, floor, prefetched
-        )
+        if r.dialect == "postgresql":  # pgvector's HNSW index in the database (store/postgres_search.py)
+            where, params = documents.filter_sql(filters)
+            found = postgres_search.dense(r, fingerprint, query_vector, where, params, self.tuning.candidates, floor)
+        else:
+            found = self._dense_index.search(
+                r, fingerprint, query_vector, filters, self.tuning.candidates, floor, prefetched
+            )
         scaled = ((doc_id, dense_scale(cosine, floor)) for doc_id, cosine in found)
         return [(doc_id, value) for doc_id, value in scaled if value > 0]  # at the floor: noise
 
@@ -217,12 +224,16 @@ class SearchEngine:
         if embedder is None:
             return 0
         fp = embedder.fingerprint
-        done, total = self._store.read(lambda r: documents.vector_coverage(r, fp)) if on_progress else (0, 0)
+        done, total = self._store.read(lambda r: document_vectors.vector_coverage(r, fp)) if on_progress else (0, 0)
         embedded, after = 0, 0
         while True:
             batch = self._store.read(
                 partial(
-                    documents.unembedded, fingerprint=fp, limit=EMBED_BATCH, after_id=after, changed_since=changed_since
+                    document_vectors.unembedded,
+                    fingerprint=fp,
+                    limit=EMBED_BATCH,
+                    after_id=after,
+                    changed_since=changed_since,
                 )
             )
             if not batch:
@@ -234,7 +245,9 @@ class SearchEngine:
                 for row, vec in zip(rows, vecs, strict=True):  # type: ignore[call-overload]
                     current = w.scalar("SELECT content_hash FROM documents WHERE id = :id", {"id": row["id"]})
                     if current == row["content_hash"]:  # skip a row that changed or vanished meanwhile
-                        documents.put_vector(w, int(str(row["id"])), fp, str(current), vec.astype("float32").tobytes())
+                        document_vectors.put_vector(
+                            w, int(str(row["id"])), fp, str(current), vec.astype("float32").tobytes()
+                        )
 
             self._store.write(write)
             embedded += len(batch)
@@ -246,7 +259,7 @@ class SearchEngine:
         if self.embedder is None:
             return None
         fp = self.embedder.fingerprint
-        return self._store.read(lambda r: documents.vector_coverage(r, fp))
+        return self._store.read(lambda r: document_vectors.vector_coverage(r, fp))
 
 
 def _keepable(filters: Filters) -> bool:

@@ -15,6 +15,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -46,14 +47,16 @@ class LocalE5:
         self._positions = self._file.vector("emb.pos").reshape(shape.max_positions, shape.hidden)
         self._token_type = self._file.vector("emb.type")[: shape.hidden]
         self._window = shape.max_positions - 2
-        self._threads = threads = min(threads, os.cpu_count() or 1)  # more threads than cores only wait
+        self._threads = min(threads, os.cpu_count() or 1)  # more threads than cores only wait
         options = onnxruntime.SessionOptions()
-        options.intra_op_num_threads = threads
+        # One thread a run: a question is embedded on the calling thread alone (beside the search's full-text
+        # query, see `uses_every_core`), and passages run `threads` at a time (a run releases the GIL and may
+        # be called concurrently). Two threads within a run, spinning between its ~200 small operators, were
+        # faster for a question on an idle machine (6 vs 9 ms) but twice as slow while other processes held
+        # the cores (load 2-16, the usual case on these 2-core machines: 27 vs 12-18 ms, 220 vs 91 ms p50).
+        options.intra_op_num_threads = 1
         options.inter_op_num_threads = 1
-        # Between operators a worker spins rather than sleeps: a sleeping one made two threads no faster than
-        # one here, as each of the ~200 small operators per run paid a wake-up. Spinning stops with each run.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "1" if threads > 1 else "0")
-        options.add_session_config_entry("session.force_spinning_stop", "1")
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         # The memory arena stays on: one window of at most 512 tokens per run bounds it (anonymous memory
         # +50 MB after the longest), and it saved about 0.5 ms a question against allocating per operator.
@@ -80,25 +83,31 @@ class LocalE5:
 
     @property
     def uses_every_core(self) -> bool:
-        return self._threads == (os.cpu_count() or 1)
+        return (os.cpu_count() or 1) == 1  # a question takes one thread
 
     def embed_documents(self, texts: Sequence[str]) -> Matrix:
-        return self._embed([f"passage: {text}" for text in texts])
+        passages = [f"passage: {text}" for text in texts]
+        result: Matrix = np.zeros((len(passages), self._dimension), np.float32)
+        if self._threads == 1 or len(passages) < 2:
+            for row, passage in enumerate(passages):
+                result[row] = self._embed(passage)
+            return result
+        with ThreadPoolExecutor(self._threads, thread_name_prefix="threadloom-embed") as pool:
+            for row, vector in enumerate(pool.map(self._embed, passages)):
+                result[row] = vector
+        return result
 
     def embed_query(self, text: str) -> Matrix:
-        vector: Matrix = self._embed([f"query: {text}"])[0]
-        return vector
+        return self._embed(f"query: {text}")
 
-    def _embed(self, texts: list[str]) -> Matrix:
-        result: Matrix = np.zeros((len(texts), self._dimension), np.float32)
-        for row, text in enumerate(texts):
-            ids = self._tokenizer.ids(text)
-            total = np.zeros(self._dimension, np.float64)
-            for start in range(0, max(len(ids), 1), self._window):
-                window = ids[start : start + self._window]
-                total += max(len(window), 1) * self._run(window)
-            result[row] = total / max(float(np.linalg.norm(total)), 1e-12)
-        return result
+    def _embed(self, text: str) -> Matrix:
+        ids = self._tokenizer.ids(text)
+        total = np.zeros(self._dimension, np.float64)
+        for start in range(0, max(len(ids), 1), self._window):
+            window = ids[start : start + self._window]
+            total += max(len(window), 1) * self._run(window)
+        vector: Matrix = (total / max(float(np.linalg.norm(total)), 1e-12)).astype(np.float32)
+        return vector
 
     def _run(self, content: list[int]) -> Matrix:
         ids = [self._tokenizer.bos, *content, self._tokenizer.eos]

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from threadloom.search.facets import Facets
 from threadloom.search.model import Filters
-from threadloom.store import documents
+from threadloom.store import document_vectors, documents
 from threadloom.store.base import Reader
 from threadloom.store.vector_facets import FacetRow, vector_facet_batch
 
@@ -128,7 +128,7 @@ def _nearest_passing(
     while len(found) < want and looked < len(nearest):
         part = nearest[looked : looked + want - len(found)]
         looked += len(part)
-        got = {row[0]: row[1] for row in documents.vectors_of(r, fingerprint, part, filters)}
+        got = {row[0]: row[1] for row in document_vectors.vectors_of(r, fingerprint, part, filters)}
         found += [(i, got[i]) for i in part if i in got]
     # Few passing means a selective filter, whose few documents are better scored exactly.
     if len(found) < want or len(codes.ids) * len(found) <= EXACT_LIMIT * looked:
@@ -174,7 +174,7 @@ class DenseIndex:
         codes = self._current(r, fingerprint)
         if len(codes.ids) > EXACT_LIMIT:
             return None
-        rows = documents.vectors_of(r, fingerprint, codes.ids.tolist(), filters)
+        rows = document_vectors.vectors_of(r, fingerprint, codes.ids.tolist(), filters)
         found = Prefetched(
             [row[0] for row in rows], _matrix([row[1] for row in rows]), {row[0]: row[2:] for row in rows}
         )
@@ -212,7 +212,7 @@ class DenseIndex:
                 candidates = codes.nearest(query, want, mask).tolist()
             # The mask answered every filter from columns that never change; SQL keeps who may see each.
             seen = Filters(kinds=filters.kinds, memory=filters.memory)
-            return _exact(documents.vectors_of(r, fingerprint, candidates, seen), query, depth, floor)
+            return _exact(document_vectors.vectors_of(r, fingerprint, candidates, seen), query, depth, floor)
         if filters != Filters() and len(codes.ids) > EXACT_LIMIT:
             rows = _nearest_passing(r, fingerprint, codes, query, want, filters)
             if rows is not None:  # the filters pass most of the store: no need to list what they pass
@@ -221,13 +221,13 @@ class DenseIndex:
         if filters != Filters():
             ids = documents.filtered_ids(r, filters, 1 << 62)
             if len(ids) <= EXACT_LIMIT:
-                return _exact(documents.vectors_of(r, fingerprint, ids, filters), query, depth, floor)
+                return _exact(document_vectors.vectors_of(r, fingerprint, ids, filters), query, depth, floor)
             allowed = np.isin(codes.ids, np.asarray(ids, dtype=np.int64))
         if len(codes.ids) <= EXACT_LIMIT:
             candidates = codes.ids.tolist()
         else:
             candidates = codes.nearest(query, want, allowed).tolist()
-        return _exact(documents.vectors_of(r, fingerprint, candidates, filters), query, depth, floor)
+        return _exact(document_vectors.vectors_of(r, fingerprint, candidates, filters), query, depth, floor)
 
     def _current(self, r: Reader, fingerprint: str) -> SignCodes:
         """The codes, brought up to date with vectors committed since they were last read."""

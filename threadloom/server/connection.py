@@ -68,7 +68,7 @@ class ConnectionState:
             client = ctx.session.client_params.client_info if ctx.session.client_params else None
             who = self.identity()
             roots = await self._client_roots(ctx)
-            root = project_root(self.env, roots, self.cwd)
+            project = self.project_of(roots)
             previous = self.session
             info = SessionInfo(
                 id=previous.id
@@ -76,7 +76,7 @@ class ConnectionState:
                 else session_id_from(self.env.get("THREADLOOM_SESSION_ID") or self.session_id_hint),
                 vendor=detect_vendor(client.name if client else None, self.env),
                 transport=self.transport,
-                project=str(root),
+                project=project,
                 cwd=self.cwd,
                 pid=self.pid,
                 client_name=client.name if client else None,
@@ -91,6 +91,10 @@ class ConnectionState:
             self.runtime.live[info.id] = info
             self.runtime.start_embedder()  # after the handshake, never in a session's way
             return info
+
+    def project_of(self, roots: list[str]) -> str:
+        """The session's project: its repository root (a team server's account sessions name theirs)."""
+        return str(project_root(self.env, roots, self.cwd))
 
     def identity(self) -> Identity:
         """Whom this session acts for (raises InvalidInput for a malformed THREADLOOM_USER and the like)."""

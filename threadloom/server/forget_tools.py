@@ -8,12 +8,14 @@ from typing import Annotated, Any, Literal
 from mcp.server.mcpserver import Context
 from pydantic import Field, StrictBool
 
+from threadloom.erasure.learning import LearningFiles
 from threadloom.erasure.service import DEFAULT_SAMPLE, MAX_NAME, MAX_SAMPLE, MAX_TEXT, Eraser
+from threadloom.learning.library import Library
 from threadloom.server.connection import caller
 from threadloom.server.toolsets import Time, ToolDef
 from threadloom.store.erasure import Selector
 
-Kind = Literal["transcripts", "memories", "notes", "claims", "style"]
+Kind = Literal["transcripts", "memories", "notes", "claims", "style", "learning"]
 Source = Literal["claude-code", "claude", "codex", "gemini", "copilot", "cursor", "other"]
 
 
@@ -25,14 +27,14 @@ async def forget(
     since: Annotated[Time, Field(description="Written at or after.")] = None,
     until: Annotated[Time, Field(description="Written before.")] = None,
     text: Annotated[str | None, Field(max_length=MAX_TEXT, description="Containing this text (3+ chars).")] = None,
-    kinds: Annotated[list[Kind] | None, Field(max_length=5, description="Default: transcripts.")] = None,
+    kinds: Annotated[list[Kind] | None, Field(max_length=6, description="Default: transcripts.")] = None,
     # Strict: only a JSON false erases (pydantic would read "no", "off" or 0 as false).
     dry_run: Annotated[StrictBool, Field(description="List only; false erases.")] = True,
     sample: Annotated[int, Field(ge=0, le=MAX_SAMPLE, description="Rows shown per kind.")] = DEFAULT_SAMPLE,
 ) -> dict[str, Any]:
-    """Erase your own conversations, memories, notes, claims about you or style memory for good when the
-    user asks to forget them: selectors combine (AND), at least one is required. First call lists what
-    would go (dry_run); then dry_run=false removes the text, its index and vectors, and compacts the file.
+    """Erase your own conversations, memories, notes, claims about you, style memory or learning data for
+    good when the user asks to forget them: selectors combine (AND), at least one is required. First call
+    lists what would go (dry_run); then dry_run=false removes the text, its index and vectors, and compacts the file.
 
     Returns {dry_run, would_erase: {kind: {count, sample}}, total} or {erased, compaction, backups}.
     """
@@ -41,7 +43,8 @@ async def forget(
     owner = prov.viewer().user
     chosen = tuple(kinds) if kinds is not None else ("transcripts",)
     egress = (runtime.settings.egress, prov.vendor)
-    return await runtime.call(Eraser(runtime.store).forget, owner, sel, chosen, dry_run, sample, egress)
+    learning = LearningFiles.of(Library(runtime), runtime.settings.layout.home)
+    return await runtime.call(Eraser(runtime.store, learning).forget, owner, sel, chosen, dry_run, sample, egress)
 
 
 FORGET_TOOLS: tuple[ToolDef, ...] = (

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from threadloom.daemon.guard import report_for
 from threadloom.health.stats import MAX_WINDOW_DAYS, HealthOptions, HealthService
 from threadloom.server.connection import caller
 from threadloom.server.toolsets import ToolDef
@@ -23,7 +24,9 @@ async def health(
     runtime, prov = await caller(ctx)
     loaded = runtime.embedder.get()
     options = HealthOptions(window_days, loaded.fingerprint if loaded else None, runtime.settings.ingest)
-    return await runtime.call(HealthService(runtime.store).report, prov.viewer().user, options)
+    report = await runtime.call(HealthService(runtime.store).report, prov.viewer().user, options)
+    guard = report_for(runtime)  # the daemon's memory guard: its resident memory, cap, model unloaded or not
+    return report | ({"daemon_guard": guard} if guard is not None else {})
 
 
 HEALTH_TOOLS: tuple[ToolDef, ...] = (

@@ -19,13 +19,22 @@ import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
+from threadloom.accounts.service import Accounts
 from threadloom.config import Settings
 from threadloom.errors import ConfigError
 from threadloom.runtime import open_runtime
 from threadloom.server.app import ThreadloomServer, build_server, toolset_for
 from threadloom.server.connection import HttpConnections
+from threadloom.server.http_auth import (
+    AccountAuth,
+    AccountConnections,
+    AccountConnectionState,
+    AccountGate,
+    team_toolset,
+)
 from threadloom.server.http_gates import BearerTokenGate, ClientHeaderGate, OriginGate, is_loopback
 from threadloom.server.http_guard import Limits, bound_logs
+from threadloom.server.http_oauth import JwtVerifier, OAuthConfig
 from threadloom.server.http_roots import HttpConnectionState, RootPolicy
 from threadloom.server.http_token import stored_token
 from threadloom.server.transport import check_session_settings
@@ -68,7 +77,14 @@ def access_token(settings: Settings, host: str, *, no_token: bool) -> str | None
     return None
 
 
-def http_app(server: ThreadloomServer, settings: Settings, host: str, token: str | None, roots: RootPolicy) -> ASGIApp:
+def http_app(
+    server: ThreadloomServer,
+    settings: Settings,
+    host: str,
+    token: str | None,
+    roots: RootPolicy,
+    auth: AccountAuth | None = None,
+) -> ASGIApp:
     # The SDK's own Host/Origin check knows no wildcard bind, so OriginGate does that job for every bind.
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
@@ -77,23 +93,52 @@ def http_app(server: ThreadloomServer, settings: Settings, host: str, token: str
     )
     app = ClientHeaderGate(app, roots, os.getcwd(), partial(check_session_settings, server))
     app = OriginGate(app, host, settings.allowed_origins())
+    if auth is not None:  # accounts: each request's own token says who (http_auth.py)
+        return AccountGate(app, auth.accounts, auth.oauth)
     return app if token is None else BearerTokenGate(app, token)
 
 
-def serve_http(settings: Settings, bind: str, *, no_token: bool = False) -> int:
+def team_root(settings: Settings) -> None:
+    """An account session's project is a name, not a folder: the server works from an empty folder of its
+    home, so no name can resolve to a folder (thread files live in the laptops' repositories, serve --remote)."""
+    folder = settings.home / "team-root"
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if any(folder.iterdir()):
+        raise ConfigError(f"{folder} must stay empty: it is where a team server's sessions start")
+    os.chdir(folder)
+
+
+def serve_http(
+    settings: Settings, bind: str, *, no_token: bool = False, accounts: bool = False, oauth: OAuthConfig | None = None
+) -> int:
     host, port = parse_bind(bind)
-    token = access_token(settings, host, no_token=no_token)
+    if oauth is not None and not accounts:
+        raise ConfigError("OAuth tokens name accounts: add --accounts")
+    if accounts and (no_token or settings.http_token is not None):
+        raise ConfigError("--accounts takes each user's own token: drop --no-token and THREADLOOM_HTTP_TOKEN")
+    token = None if accounts else access_token(settings, host, no_token=no_token)
     roots = RootPolicy.of(settings, os.getcwd())
     limits = Limits.of(settings)
     bound_logs()
     runtime = open_runtime(settings, "http")
+    auth = AccountAuth(Accounts(runtime.store), JwtVerifier(oauth) if oauth else None) if accounts else None
+    if auth is not None:
+        team_root(settings)
 
     @asynccontextmanager
     async def lifespan(srv: Any) -> AsyncIterator[HttpConnections]:
         async with anyio.create_task_group() as tg:
             tg.start_soon(runtime.run_background_jobs)
-            new_state = partial(HttpConnectionState, roots=roots)
-            connections = HttpConnections(runtime, lambda env: toolset_for(server, env), new_state)
+            groups = {name: t.group for name, t in server.tool_defs.items()}
+
+            def toolset(env: dict[str, str]) -> frozenset[str]:
+                chosen = toolset_for(server, env)
+                return team_toolset(chosen, groups) if auth is not None else chosen
+
+            if auth is not None:
+                connections: HttpConnections = AccountConnections(runtime, toolset, AccountConnectionState)
+            else:
+                connections = HttpConnections(runtime, toolset, partial(HttpConnectionState, roots=roots))
             tg.start_soon(connections.keep_tidy)
             yield connections
             tg.cancel_scope.cancel()
@@ -102,19 +147,20 @@ def serve_http(settings: Settings, bind: str, *, no_token: bool = False) -> int:
     import uvicorn
 
     config = uvicorn.Config(
-        http_app(server, settings, host, token, roots),
+        http_app(server, settings, host, token, roots, auth),
         host=host,
         port=port,
         log_level="warning",
         **limits.uvicorn_options(),
     )
     log.warning(
-        "threadloom serving streamable HTTP on http://%s:%d%s for user %s (roots: %s)",
+        "threadloom serving streamable HTTP on http://%s:%d%s for %s",
         host,
         port,
         MCP_PATH,
-        settings.user,
-        ", ".join(str(r) for r in roots.allowed),
+        "the accounts' tokens" + (f" and OAuth tokens of {oauth.issuer}" if oauth else "")
+        if accounts
+        else f"user {settings.user} (roots: {', '.join(str(r) for r in roots.allowed)})",
     )
     try:
         anyio.run(uvicorn.Server(config).serve)

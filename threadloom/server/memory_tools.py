@@ -305,21 +305,33 @@ async def memory_maintain(
     ctx: Context,
     dry_run: Annotated[bool, Field(description="Report what would change, change nothing.")] = True,
     restore: Annotated[str | None, Field(description="Instead: restore this pruned memory id.")] = None,
+    consolidate: Annotated[
+        bool, Field(description="Instead: merge your near-duplicate memories, notes and quotes.")
+    ] = False,
 ) -> dict[str, Any]:
     """Run the maintenance pass (rescore, lifecycle, prune into a 30-day archive), or restore one of
     your pruned memories. It runs by itself in the background: call it to preview (the default dry
-    run) or to restore. The report covers the memories you can see.
+    run) or to restore. The report covers the memories you can see. With consolidate, each set of
+    your near-duplicates merges into one survivor keeping every edge and source, the rest superseded.
 
     Returns {dry_run, ran, scored, transitions, pruned, pruned_ids, promoted_to_core, archive_purged,
-    skipped_reason} or, with restore, the restored memory.
+    skipped_reason}; with restore, the restored memory; with consolidate, {merges, near_misses, ...}.
     """
     runtime, prov = await caller(ctx)
+    if consolidate:
+        from threadloom.consolidate.service import Options, for_runtime
+
+        options = Options(apply=not dry_run, owner=prov.viewer().user, release=False)
+        report = await runtime.call(for_runtime(runtime).run, options)
+        return report | {k: report[k][:SHOWN] for k in ("merges", "near_misses") if k in report}
     if restore is not None:
         return (await runtime.call(runtime.maintenance.restore, restore, prov)).as_dict()
     if not dry_run:
         await runtime.call(runtime.recall.reactivations.flush)  # the pass counts recalls made just now
     return (await runtime.call(runtime.maintenance.run, dry_run, None, prov.viewer())).as_dict()
 
+
+SHOWN = 50  # merges and near-misses listed in a consolidation's reply (its counts are whole)
 
 MEMORY_TOOLS: tuple[ToolDef, ...] = (
     ToolDef(memory_store, "memory", "Remember", read_only=False, destructive=False, idempotent=False),

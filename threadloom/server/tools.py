@@ -12,6 +12,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from threadloom.daemon.guard import report_for
 from threadloom.learning.reviewer import configured
 from threadloom.runtime import Runtime
 from threadloom.search.embedders import search_report
@@ -55,6 +56,7 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
             "pid": runtime.pid,
             "uptime_s": round(runtime.uptime_s, 1),
             "connections": len(runtime.live),
+            "guard": report_for(runtime),  # the daemon's memory guard; None in any other process
         },
         "search": search_report(runtime.settings, runtime.embedder)
         | {"embedder": runtime.embedder_state(), "vectors": await runtime.call(runtime.search.coverage)},

@@ -19,6 +19,8 @@ Params = Mapping[str, Any] | None
 class Reader(Protocol):
     """Queries inside one consistent snapshot. It cannot write."""
 
+    dialect: str  # "sqlite" or "postgresql": for the store modules that keep a statement per engine
+
     def rows(self, sql: str, params: Params = None) -> list[Row]: ...
 
     def tuples(self, sql: str, params: Params = None) -> list[tuple[Any, ...]]:
@@ -41,9 +43,27 @@ class Writer(Reader, Protocol):
         """Run an INSERT; return the new row's integer id."""
         ...
 
+    def notify(self, channel: str, payload: str = "") -> None:
+        """Tell the processes listening on `channel` (any node) once this transaction commits; a backend
+        without listeners does nothing, and its processes poll instead (coordination/waiting.py)."""
+        ...
+
+
+class Listener(Protocol):
+    """One process's subscription to a notification channel (`Store.listen`)."""
+
+    def wait(self, timeout: float) -> bool:
+        """Block until a notification arrives (True) or `timeout` seconds pass (False). True also after a
+        lost connection came back, since notifications may have been missed meanwhile."""
+        ...
+
+    def close(self) -> None: ...
+
 
 class Store(Protocol):
     """A threadloom store. Writes are serialised, short and retried on contention."""
+
+    dialect: str
 
     @property
     def location(self) -> str:
@@ -70,6 +90,10 @@ class Store(Protocol):
 
     def integrity_check(self) -> list[str]:
         """Problems found; an empty list means the store is intact."""
+        ...
+
+    def listen(self, channel: str) -> Listener | None:
+        """A subscription to `channel` (Writer.notify), or None where the backend has none: then poll."""
         ...
 
     def close(self) -> None: ...

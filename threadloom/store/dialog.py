@@ -33,7 +33,7 @@ def messages(r: Reader, owner: str, ids: Sequence[int]) -> dict[int, Row]:
     if not ids:
         return {}
     rows = r.rows(
-        f"SELECT {COLUMNS} FROM json_each(:ids) j CROSS JOIN transcript_messages t ON t.id = j.value "
+        f"SELECT {COLUMNS} FROM json_each(:ids) j CROSS JOIN transcript_messages t ON t.id = CAST(j.value AS INTEGER) "
         f"WHERE t.owner = :o AND {LIVE}",
         {"ids": json.dumps(list(ids)), "o": owner},
     )

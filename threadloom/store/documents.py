@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from threadloom.search.model import Document, Filters
+from threadloom.store import postgres_search
 from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Row, Writer
 from threadloom.store.sql import placeholders
@@ -120,6 +121,9 @@ def _write(w: Writer, doc: Document, now: int, found: Row | None) -> int:
             ":title, :body, :hash, :occurred_at, :now, :now)",
             values,
         )
+        if w.dialect == "postgresql":
+            postgres_search.index_text(w, doc_id, doc.title, doc.body)
+            return doc_id
         # Not a trigger (m026): FTS5 writes its pending terms out at every statement savepoint, and a trigger
         # opens one per row, so a batch of 5,000 turns became 5,000 one-row segments (110 vs 20 µs a row).
         w.execute("INSERT INTO documents_fts (rowid, title, body) VALUES (:id, :title, :body)", values | {"id": doc_id})
@@ -134,6 +138,8 @@ def _write(w: Writer, doc: Document, now: int, found: Row | None) -> int:
         w.execute("DELETE FROM document_vectors WHERE doc_id = :id", {"id": found["id"]})
         term_stats.count(w, f"{found['title']}\n{found['body']}", -1)
         term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
+    if w.dialect == "postgresql" and (found["title"], found["body"]) != (doc.title, doc.body):
+        postgres_search.index_text(w, int(found["id"]), doc.title, doc.body)  # SQLite's follows by trigger
     return int(found["id"])
 
 
@@ -169,6 +175,9 @@ def lexical(
     chosen = term_stats.informative(r, terms, POSTINGS_BUDGET, max_terms) if terms else []
     if not chosen:
         return []
+    if r.dialect == "postgresql":  # one statement: the planner puts the filters where they cost least
+        where, params = filter_sql(filters)
+        return postgres_search.lexical(r, chosen, where, params, limit)
     match = fts_expression(chosen)
     pool = limit * 2
     ranked = r.tuples(
@@ -199,7 +208,7 @@ def passing(r: Reader, ids: Sequence[int], filters: Filters) -> set[int]:
     # From the id list into the table by primary key: given `d.id IN (...)` beside `d.kind = ...`,
     # SQLite preferred scanning the kind index, 20x slower at 25k documents.
     rows = r.tuples(
-        f"SELECT d.id FROM json_each(:ids) j CROSS JOIN documents d ON d.id = j.value WHERE {where}",
+        f"SELECT d.id FROM json_each(:ids) j CROSS JOIN documents d ON d.id = CAST(j.value AS INTEGER) WHERE {where}",
         params | {"ids": json.dumps(list(ids))},
     )
     return {int(i) for (i,) in rows}
@@ -209,6 +218,8 @@ def lexical_within(r: Reader, terms: Sequence[str], ids: Sequence[int], limit: i
     """BM25 over a few given documents only (FTS5 looks each rowid up rather than scanning the terms)."""
     if not terms or not ids:
         return []
+    if r.dialect == "postgresql":
+        return postgres_search.lexical_within(r, terms, ids, limit)
     keys = {f"i{n}": i for n, i in enumerate(ids)}
     rows = r.tuples(
         "SELECT rowid, -bm25(documents_fts) FROM documents_fts WHERE documents_fts MATCH :match "
@@ -242,7 +253,7 @@ def facts(r: Reader, ids: Sequence[int]) -> dict[int, tuple[int, str | None, str
         return {}
     rows = r.tuples(  # an id list as JSON: one statement for any number, 40% less time than IN chunks
         "SELECT d.id, COALESCE(d.occurred_at, d.created_at), d.source, d.thread "
-        "FROM json_each(:ids) j CROSS JOIN documents d ON d.id = j.value",
+        "FROM json_each(:ids) j CROSS JOIN documents d ON d.id = CAST(j.value AS INTEGER)",
         {"ids": json.dumps(list(ids))},
     )
     return {int(i): (int(at), source, thread) for i, at, source, thread in rows}
@@ -296,90 +307,17 @@ def sources_named(r: Reader, terms: Sequence[str]) -> set[str]:
     if not terms:
         return set()
     keys = {f"t{n}": t for n, t in enumerate(terms)}
-    rows = r.tuples(
-        f"SELECT DISTINCT source FROM documents WHERE source COLLATE NOCASE IN ({', '.join(':' + k for k in keys)})",
-        keys,
-    )
+    column = "source COLLATE NOCASE"
+    if r.dialect == "postgresql":  # its index is on lower(source)
+        column, keys = "lower(source)", {k: t.lower() for k, t in keys.items()}
+    named = ", ".join(":" + k for k in keys)
+    rows = r.tuples(f"SELECT DISTINCT source FROM documents WHERE {column} IN ({named})", keys)
     return {str(source).lower() for (source,) in rows}
 
 
 def count(r: Reader, filters: Filters) -> int:
     where, params = filter_sql(filters)
     return int(r.scalar(f"SELECT COUNT(*) FROM documents d WHERE {where}", params))
-
-
-# vectors
-
-
-def put_vector(w: Writer, doc_id: int, fingerprint: str, digest: str, vector: bytes) -> None:
-    w.execute(
-        "INSERT INTO document_vectors (doc_id, fingerprint, content_hash, vector) VALUES (:id, :fp, :h, :v) "
-        "ON CONFLICT (doc_id, fingerprint) DO UPDATE SET content_hash = excluded.content_hash, "
-        "vector = excluded.vector",
-        {"id": doc_id, "fp": fingerprint, "h": digest, "v": vector},
-    )
-
-
-def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0, changed_since: int = 0) -> list[Row]:
-    """Documents without a current vector of this fingerprint, in id order (resumable), each with the
-    end of the one before it in its thread and kind as `context` (None when it has none).
-
-    `changed_since` (epoch ms) limits the look to documents written since then, so that a
-    periodic pass over a large store reads an index range instead of every row.
-    """
-    recent = "d.updated_at >= :since AND " if changed_since else ""
-    return r.rows(
-        "SELECT d.id AS id, d.title AS title, d.body AS body, d.content_hash AS content_hash, "
-        f"(SELECT substr(p.body, -{CONTEXT_CHARS}) FROM documents p WHERE d.thread IS NOT NULL AND p.thread = d.thread "
-        "AND p.kind = d.kind AND p.id < d.id ORDER BY p.id DESC LIMIT 1) AS context FROM documents d "
-        "LEFT JOIN document_vectors v ON v.doc_id = d.id AND v.fingerprint = :fp "
-        f"WHERE {recent}d.id > :after AND (v.doc_id IS NULL OR v.content_hash != d.content_hash) "
-        "ORDER BY d.id LIMIT :limit",
-        {"fp": fingerprint, "after": after_id, "limit": limit, "since": changed_since},
-    )
-
-
-def follows(r: Reader, doc_id: int) -> bool:
-    """Whether a document has one before it in its thread and kind (then it is embedded after that one)."""
-    return (
-        r.one(
-            "SELECT 1 AS x FROM documents d CROSS JOIN documents p ON p.thread = d.thread AND p.kind = d.kind "
-            "AND p.id < d.id WHERE d.id = :id LIMIT 1",
-            {"id": doc_id},
-        )
-        is not None
-    )
-
-
-def vector_coverage(r: Reader, fingerprint: str) -> tuple[int, int]:
-    """(documents with a current vector of this fingerprint, all documents)."""
-    total = int(r.scalar("SELECT COUNT(*) FROM documents"))
-    done = int(
-        r.scalar(
-            "SELECT COUNT(*) FROM document_vectors v JOIN documents d ON d.id = v.doc_id "
-            "WHERE v.fingerprint = :fp AND v.content_hash = d.content_hash",
-            {"fp": fingerprint},
-        )
-    )
-    return done, total
-
-
-def vectors_of(
-    r: Reader, fingerprint: str, ids: Sequence[int], filters: Filters
-) -> list[tuple[int, bytes, int, str | None, str | None]]:
-    """Current vectors of the given documents that pass the filters (deleted or changed ones drop out),
-    each with its document's facts (see `facts`)."""
-    where, params = filter_sql(filters)
-    # From the id list by primary key, as in `passing`: with `d.id IN (...)` beside a kind filter, SQLite
-    # scanned every document of the kind instead (3x slower for 600 ids among 10k memories).
-    rows = r.tuples(
-        "SELECT d.id, v.vector, COALESCE(d.occurred_at, d.created_at), d.source, d.thread "
-        "FROM json_each(:ids) j CROSS JOIN documents d ON d.id = j.value "
-        "CROSS JOIN document_vectors v ON v.doc_id = d.id AND v.fingerprint = :fp AND v.content_hash = d.content_hash "
-        f"WHERE {where}",
-        params | {"ids": json.dumps(list(ids)), "fp": fingerprint},
-    )
-    return [(int(i), bytes(v), int(at), source, thread) for i, v, at, source, thread in rows]
 
 
 def generation(r: Reader) -> int:

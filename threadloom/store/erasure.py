@@ -11,6 +11,9 @@ What a kind covers (always only rows whose owner is the caller):
 - `notes`: `thread_notes` rows the caller wrote (notes and verbatim quotes).
 - `claims`: the user model's claims, their evidence and tier history (store/erasure_claims.py); `style`:
   style habits, their sightings, the interaction profile and the capsule's snapshots (store/erasure_style.py).
+- `learning`: candidates, concepts, insights, the loop-written skills and lessons planned by
+  erasure/learning.py, and their snapshot and trash copies (store/erasure_learning.py). Forgetting
+  transcripts or notes drops the candidates quoted from them and the entries planned from those.
   Kinds kept in other modules are listed in `OTHER_KINDS`, each an `Erasable` (its own count and erase).
 
 Each removed row's search document goes through `documents.remove` (FTS5 rows by the external-content
@@ -33,17 +36,20 @@ import apsw
 from threadloom.errors import StoreBusy, StoreError
 from threadloom.memory.model import memory_document
 from threadloom.store import documents
+from threadloom.store import erasure_learning as learning
 from threadloom.store.base import Reader, Writer
 from threadloom.store.erasure_claims import CLAIMS, Erasable, drop_derived
+from threadloom.store.erasure_learning_entries import LearningPlan, drop_entries
 from threadloom.store.erasure_style import STYLE, drop_examples
 from threadloom.store.memories import to_memory
 
 OTHER_KINDS: Final[dict[str, Erasable]] = {CLAIMS.name: CLAIMS, STYLE.name: STYLE}
-KINDS: Final = ("transcripts", "memories", "notes", *OTHER_KINDS)
+KINDS: Final = ("transcripts", "memories", "notes", *OTHER_KINDS, "learning")
 ERASED_ROLE: Final = "erased"
 SAMPLE_CHARS: Final = 80
 CHUNK: Final = 500
 _SAME_SOURCE: Final = {"claude": "claude-code", "claude-code": "claude"}  # the one name that differs
+_QUOTED: Final = {"transcripts": "message", "notes": "note"}  # a candidate's source, by the kind it quotes
 
 
 @dataclass(frozen=True)
@@ -109,8 +115,12 @@ def _where(t: _Table, owner: str, sel: Selector) -> tuple[str, dict[str, Any]]:
     return " AND ".join(clauses), params
 
 
-def matching(r: Reader, kind: str, owner: str, sel: Selector, sample: int) -> dict[str, Any]:
+def matching(
+    r: Reader, kind: str, owner: str, sel: Selector, sample: int, plan: LearningPlan | None = None
+) -> dict[str, Any]:
     """How many of `owner`'s rows of `kind` the selector picks, and the first few (id, session, at, text)."""
+    if kind == "learning":
+        return learning.matching(r, owner, sel, sample, plan or LearningPlan())
     if kind in OTHER_KINDS:
         return OTHER_KINDS[kind].matching(r, owner, sel, sample)
     t = _TABLES[kind]
@@ -122,9 +132,17 @@ def matching(r: Reader, kind: str, owner: str, sel: Selector, sample: int) -> di
         params | {"n": sample},
     )
     found: dict[str, Any] = {"count": count, "sample": rows}
+    if kind in _QUOTED:  # the learning candidates quoted from them go with them
+        quoted = learning.derived_candidate_ids(r, owner, _QUOTED[kind], _ids(r, kind, owner, sel))
+        found["learning_candidates"] = len(quoted)
     if kind == "memories":
         found["archived"] = len(_archived(r, owner, sel))
     return found
+
+
+def picked_ids(r: Reader, kind: str, owner: str, sel: Selector) -> list[Any]:
+    """Ids of `owner`'s live rows of `kind` (transcripts, memories or notes) the selector picks."""
+    return _ids(r, kind, owner, sel)
 
 
 def _ids(r: Reader, kind: str, owner: str, sel: Selector) -> list[Any]:
@@ -163,16 +181,24 @@ def _lower_ascii(text: str) -> str:
     return "".join(c.lower() if c.isascii() else c for c in text)
 
 
-def erase(w: Writer, kinds: Sequence[str], owner: str, sel: Selector) -> dict[str, Any]:
+def erase(
+    w: Writer, kinds: Sequence[str], owner: str, sel: Selector, plan: LearningPlan | None = None
+) -> dict[str, Any]:
     """Remove what `sel` picks of `owner`'s `kinds`, their search documents and the replay records that
-    carry them, in the caller's transaction; counts of what went."""
+    carry them, in the caller's transaction; counts of what went. `plan`: the learning entries to go."""
     before = int(w.scalar("PRAGMA secure_delete"))
     w.execute("PRAGMA secure_delete = ON")  # freed cells and pages are zeroed as they are freed, in this transaction
     counts: dict[str, Any] = dict.fromkeys(kinds, 0)
     texts: list[str] = [] if sel.text is None else [_json_fragment(sel.text)]  # as JSON holds them
     memory_ids: list[str] = []
     docs = vectors = 0
+    plan = plan or LearningPlan()
     for kind in kinds:
+        if kind == "learning":
+            gone, traces = learning.erase(w, owner, sel, plan)
+            counts |= gone
+            texts.extend(_json_fragment(t) for t in traces)
+            continue
         if kind in OTHER_KINDS:
             gone, traces = OTHER_KINDS[kind].erase(w, owner, sel)
             counts |= gone
@@ -185,6 +211,9 @@ def erase(w: Writer, kinds: Sequence[str], owner: str, sel: Selector) -> dict[st
                 w.execute(f"DELETE FROM memory_archive WHERE id IN ({_keys(chunk)})", _named(chunk))
             counts["memories_archived"] = len(archived)
             memory_ids.extend(str(i) for i in ids + archived)
+        if kind in ("transcripts", "notes"):  # the candidates quoted from them
+            counts[f"learning_from_{kind}"], traces = learning.drop_derived(w, owner, _QUOTED[kind], ids)
+            texts.extend(_json_fragment(t) for t in traces)
         if kind == "notes":
             texts.extend(_json_fragment(t[:100]) for (t,) in _texts(w, "thread_notes", "text", ids))
         if kind == "transcripts":
@@ -197,6 +226,8 @@ def erase(w: Writer, kinds: Sequence[str], owner: str, sel: Selector) -> dict[st
             docs += documents.remove(w, doc_kind, ref)
         _remove_rows(w, kind, ids)
         counts[kind] = len(ids)
+    if (plan.entries or plan.quoted) and "learning" not in kinds:  # entries written from the candidates just dropped
+        counts |= drop_entries(w, owner, plan)
     counts["documents"] = docs
     counts["vectors"] = vectors
     counts["replay_records"] = _drop_replays(w, owner, memory_ids + texts)

@@ -4,17 +4,60 @@ record of every pass.
 
 from __future__ import annotations
 
+import functools
 import json
+import os
+import secrets
+import zlib
+from pathlib import Path
 from typing import Any
 
+from threadloom.coordination import processes
 from threadloom.store.base import Reader, Writer
+
+_IMAGE = secrets.token_hex(3)  # this program image: a daemon that exec'd a fresh one keeps its pid and start
+
+
+@functools.cache
+def _machine() -> str:
+    """This boot of this machine and this pid namespace, short: a pid means a process only within them (a
+    store on a shared disk, or in a container, is read by processes whose pids are not ours to look up)."""
+    try:
+        boot = Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return "unknown"
+    return f"{zlib.crc32(f'{boot}/{namespace}'.encode()):08x}"
+
+
+def holder_id() -> str:
+    """A lease holder name that says which process holds it (`pid.start.image@machine:random`), so that the
+    lease of a process that has died (kill -9, OOM) or exec'd another program is free at once instead of at
+    its expiry."""
+    start = processes.start_time(os.getpid())
+    return f"{os.getpid()}.{start}.{_IMAGE}@{_machine()}:{secrets.token_hex(4)}"
+
+
+def holder_gone(holder: str) -> bool:
+    """Whether a holder named by `holder_id` is a process of this machine that no longer runs (its pid
+    ended, or now names a process started at another time). Any other name is never judged: it waits out
+    its expiry."""
+    process, _, rest = holder.partition("@")
+    machine, _, _ = rest.partition(":")
+    pid, _, rest = process.partition(".")
+    start, _, image = rest.partition(".")
+    if machine != _machine() or machine == "unknown" or not pid.isdigit() or not start.isdigit():
+        return False
+    if int(pid) == os.getpid() and image != _IMAGE:  # this process before it exec'd itself (a guard restart)
+        return True
+    return not processes.running(int(pid), int(start))
 
 
 def acquire(w: Writer, name: str, holder: str, now: int, ttl_ms: int) -> bool:
-    """Take the lease unless another holder's is still live. Run inside BEGIN IMMEDIATE, so two
-    processes cannot both see it free."""
+    """Take the lease unless another holder's is still live: unexpired, and not a process known to have
+    ended. Run inside BEGIN IMMEDIATE, so two processes cannot both see it free."""
     row = w.one("SELECT holder, expires_at FROM job_leases WHERE name = :n", {"n": name})
-    if row is not None and row["holder"] != holder and int(row["expires_at"]) > now:
+    if row is not None and row["holder"] != holder and int(row["expires_at"]) > now and not holder_gone(row["holder"]):
         return False
     w.execute(
         "INSERT INTO job_leases (name, holder, expires_at) VALUES (:n, :h, :e) "

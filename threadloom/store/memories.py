@@ -73,7 +73,7 @@ def insert(w: Writer, values: dict[str, Any]) -> None:
     )
     for entity in json.loads(values["entities"]):
         w.execute(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity) VALUES (:id, :entity)",
+            "INSERT INTO memory_entities (memory_id, entity) VALUES (:id, :entity) ON CONFLICT DO NOTHING",
             {"id": values["id"], "entity": entity},
         )
 

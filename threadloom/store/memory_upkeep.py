@@ -72,7 +72,9 @@ def counts(r: Reader, viewer: Viewer) -> dict[str, Any]:
 
 def archive(w: Writer, memory_id: str, payload: dict[str, Any], now: int) -> None:
     w.execute(
-        "INSERT OR REPLACE INTO memory_archive (id, payload, pruned_at, owner) VALUES (:id, :payload, :now, :owner)",
+        "INSERT INTO memory_archive (id, payload, pruned_at, owner) VALUES (:id, :payload, :now, :owner) "
+        "ON CONFLICT (id) DO UPDATE SET payload = excluded.payload, pruned_at = excluded.pruned_at, "
+        "owner = excluded.owner",
         {
             "id": memory_id,
             "payload": json.dumps(payload, separators=(",", ":")),
@@ -97,12 +99,10 @@ def unarchive(w: Writer, memory_id: str) -> None:
 def purge_archive(w: Writer, before: int, owner: str | None) -> int:
     """Purge every archived memory pruned before `before`; return how many of them were `owner`'s (all,
     given no owner)."""
-    mine = int(
-        w.scalar(
-            "SELECT count(*) FROM memory_archive WHERE pruned_at < :before AND (:o IS NULL OR owner = :o)",
-            {"before": before, "o": owner},
-        )
+    mine_sql = "SELECT count(*) FROM memory_archive WHERE pruned_at < :before" + (
+        "" if owner is None else " AND owner = :o"
     )
+    mine = int(w.scalar(mine_sql, {"before": before, "o": owner}))  # no `:o IS NULL`: PostgreSQL cannot type it
     w.execute("DELETE FROM memory_archive WHERE pruned_at < :before", {"before": before})
     return mine
 
@@ -120,7 +120,7 @@ def restore_row(w: Writer, row: dict[str, Any]) -> None:
     )
     for entity in json.loads(row["entities"]):
         w.execute(
-            "INSERT OR IGNORE INTO memory_entities (memory_id, entity) VALUES (:id, :entity)",
+            "INSERT INTO memory_entities (memory_id, entity) VALUES (:id, :entity) ON CONFLICT DO NOTHING",
             {"id": row["id"], "entity": entity},
         )
 

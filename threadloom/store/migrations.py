@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from threadloom.store import migrations_search as search_sql
+from threadloom.store.migrations_accounts import M030_ACCOUNTS_SQL
 from threadloom.store.migrations_concepts import M027_CONCEPTS_SQL
+from threadloom.store.migrations_consolidate import M028_CONSOLIDATION_SQL
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_health import M025_PROBES_SQL
 from threadloom.store.migrations_learning import M023_LEARNING_SQL
@@ -358,7 +360,6 @@ M021_JOB_CURSORS_SQL = """
 CREATE TABLE job_cursors (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID;
 INSERT INTO job_cursors (name, position) SELECT 'memory.recalls', coalesce(max(id), 0) FROM events;
 """
-M013_SEARCH_GENERATION = Migration("m013_search_generation", search_sql.M013_SEARCH_GENERATION_SQL)
 
 MIGRATIONS: Sequence[Migration] = (
     M001_INITIAL,
@@ -373,7 +374,7 @@ MIGRATIONS: Sequence[Migration] = (
     M010_SIGNALS,
     M011_TASKS,
     M012_TASK_USAGE,
-    M013_SEARCH_GENERATION,
+    Migration("m013_search_generation", search_sql.M013_SEARCH_GENERATION_SQL),
     Migration("m014_owners", M014_OWNERS_SQL),  # SQL held in the modules beside this one
     Migration("m015_tool_requests", M015_TOOL_REQUESTS_SQL),
     Migration("m017_memory_context", M017_MEMORY_CONTEXT_SQL),
@@ -387,6 +388,8 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m025_probes", M025_PROBES_SQL),
     Migration("m026_fts_explicit_insert", search_sql.M026_FTS_EXPLICIT_INSERT_SQL),
     Migration("m027_concepts", M027_CONCEPTS_SQL),
+    Migration("m028_consolidation", M028_CONSOLIDATION_SQL),
+    Migration("m030_accounts", M030_ACCOUNTS_SQL),
 )
 
 BOOTSTRAP_SQL = """

@@ -56,6 +56,8 @@ def ensure_private_file(path: Path) -> None:
 class _Cursor:
     """Reader and Writer over one apsw connection."""
 
+    dialect = "sqlite"
+
     def __init__(self, conn: apsw.Connection) -> None:
         self._conn = conn
 
@@ -84,6 +86,9 @@ class _Cursor:
         self._conn.execute(sql, params or {})
         return int(self._conn.last_insert_rowid())
 
+    def notify(self, channel: str, payload: str = "") -> None:
+        """Nothing: SQLite has no listeners; its processes poll (coordination/waiting.py)."""
+
 
 READ_MMAP_BYTES = 1 << 30
 # The writer's page cache: inserts land all over the unique and session indexes of a growing table (random
@@ -93,6 +98,8 @@ WRITE_CACHE_KIB = 65_536
 
 class SqliteStore:
     """A store in one SQLite file, in WAL mode."""
+
+    dialect = "sqlite"
 
     def __init__(self, path: Path, *, busy_timeout_ms: int = 2000, write_attempts: int = 5) -> None:
         self.path = path
@@ -151,6 +158,9 @@ class SqliteStore:
         ensure_private_dir(self.path.parent)
         ensure_private_file(self.path)
         conn = self._writer_conn()
+        # Takes effect only in a file with no table yet: free pages can then be given back in short steps while
+        # the store serves (store/compaction.py); an older store is converted once by `threadloom compact`.
+        self._retry_busy(lambda: conn.execute("PRAGMA auto_vacuum = INCREMENTAL").fetchall())
         self._retry_busy(lambda: conn.execute("PRAGMA journal_mode = WAL").fetchall())
         conn.execute("PRAGMA synchronous = NORMAL")
         self._retry_busy(lambda: conn.execute(BOOTSTRAP_SQL).fetchall())
@@ -227,6 +237,10 @@ class SqliteStore:
                 conn.execute("ROLLBACK")
             raise
         return result
+
+    def listen(self, channel: str) -> None:
+        """None: SQLite has no notifications to listen for; processes poll."""
+        return None
 
     def engine(self) -> dict[str, str]:
         return {"sqlite": apsw.sqlite_lib_version(), "apsw": apsw.apsw_version()}

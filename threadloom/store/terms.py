@@ -77,8 +77,8 @@ def count_many(w: Writer, changes: Sequence[tuple[str, int]]) -> None:
     changed = {stem: delta for stem, delta in deltas.items() if delta}
     if changed:  # one statement however many stems (`WHERE true`: SQLite's upsert-from-select rule)
         w.execute(
-            "INSERT INTO document_terms (term, df) SELECT key, value FROM json_each(:deltas) WHERE true "
-            "ON CONFLICT (term) DO UPDATE SET df = df + excluded.df",
+            "INSERT INTO document_terms (term, df) SELECT key, CAST(value AS INTEGER) FROM json_each(:deltas) "
+            "WHERE true ON CONFLICT (term) DO UPDATE SET df = document_terms.df + excluded.df",
             {"deltas": json.dumps(changed)},
         )
 

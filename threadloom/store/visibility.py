@@ -15,20 +15,38 @@ from threadloom.search.model import MemoryScope, Viewer
 from threadloom.store.sql import placeholders
 
 
-def visibility_sql(viewer: Viewer, alias: str = "m") -> tuple[str, dict[str, Any]]:
-    """The one rule of who may see a memory, as SQL on `alias` (a memories row)."""
+def project_member_sql(project: str, user: str) -> str:
+    """The organisation scope of a project (m030, threadloom/accounts/): a project an organisation holds is
+    seen only by that organisation's members, checked here at every read, so a member taken out sees none of
+    it from that moment; a project no organisation holds (a personal store's) keeps the plain project rule.
+    `project` is a column, `user` a parameter."""
     return (
-        f"({alias}.owner = :v_user OR ({alias}.visibility = 'project' AND COALESCE({alias}.project, '') = :v_project) "
-        f"OR ({alias}.visibility = 'org' AND {alias}.org = :v_org))",
+        f"(NOT EXISTS (SELECT 1 FROM org_projects op WHERE op.project = {project}) OR EXISTS (SELECT 1 FROM "
+        f"org_projects op JOIN org_members om ON om.org = op.org WHERE op.project = {project} AND om.account = {user}))"
+    )
+
+
+def visibility_sql(viewer: Viewer, alias: str = "m") -> tuple[str, dict[str, Any]]:
+    """The one rule of who may see a memory, as SQL on `alias` (a memories row): its owner; a `project` one
+    from its project (when an organisation holds that project, by its members only); an `org` one by the
+    viewer's organisation (THREADLOOM_ORG, or a team session's project's) and by every organisation the viewer
+    is a member of now (m030's org_members)."""
+    return (
+        f"({alias}.owner = :v_user OR ({alias}.visibility = 'project' AND COALESCE({alias}.project, '') = :v_project "
+        f"AND {project_member_sql(f'{alias}.project', ':v_user')}) "
+        f"OR ({alias}.visibility = 'org' AND ({alias}.org = :v_org "
+        f"OR {alias}.org IN (SELECT om.org FROM org_members om WHERE om.account = :v_user))))",
         {"v_user": viewer.user, "v_project": viewer.project or "", "v_org": viewer.org},
     )
 
 
 def session_seen_sql(viewer: Viewer, alias: str = "s") -> tuple[str, dict[str, Any]]:
     """Which sessions a viewer may see, name or signal: their own user's anywhere, and anyone's in their
-    project (the people they work with there). A session of no user is nobody's peer."""
+    project (the people they work with there; an organisation's project, by its members only). A session of
+    no user is nobody's peer."""
     return (
-        f"({alias}.user = :s_user OR ({alias}.user IS NOT NULL AND COALESCE({alias}.project, '') = :s_project))",
+        f"({alias}.user = :s_user OR ({alias}.user IS NOT NULL AND COALESCE({alias}.project, '') = :s_project "
+        f"AND {project_member_sql(f'{alias}.project', ':s_user')}))",
         {"s_user": viewer.user, "s_project": viewer.project or ""},
     )
 
@@ -118,8 +136,9 @@ def shared_documents_sql(scope: MemoryScope, kinds: Sequence[str]) -> tuple[str,
         if viewer is None:
             clauses.append(f"d.kind IN ({keys})")
         else:
-            clauses.append(f"(d.kind IN ({keys}) AND COALESCE(d.project, '') = :o_project)")
-            params["o_project"] = viewer.project or ""
+            member = project_member_sql("d.project", ":o_member")
+            clauses.append(f"(d.kind IN ({keys}) AND COALESCE(d.project, '') = :o_project AND {member})")
+            params |= {"o_project": viewer.project or "", "o_member": viewer.user}
     if any(k in OWNED_KINDS for k in kinds):
         owned = ["d.kind = 'quote'"]
         if viewer is not None:

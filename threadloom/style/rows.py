@@ -74,7 +74,8 @@ def observe(w: Writer, owner: str, obs: Observation, count: int = 1) -> str | No
     row = w.one(
         "INSERT INTO style_habits (id, owner, kind, key, text, locale, origin, example, vendor, first_at, last_at) "
         "VALUES (:id, :o, :k, :key, :t, :loc, :orig, :ex, :v, :at, :at) "
-        "ON CONFLICT (owner, kind, key) DO UPDATE SET last_at = last_at RETURNING status, pinned, seen, sessions",
+        "ON CONFLICT (owner, kind, key) DO UPDATE SET last_at = style_habits.last_at "
+        "RETURNING status, pinned, seen, sessions",
         {"id": hid, "o": owner, "k": obs.kind, "key": obs.key, "t": obs.text, "loc": obs.locale, "orig": obs.origin,
          "ex": obs.example, "v": obs.vendor, "at": obs.at},
     )  # fmt: skip
@@ -86,8 +87,9 @@ def observe(w: Writer, owner: str, obs: Observation, count: int = 1) -> str | No
     sighted = w.one(
         "INSERT INTO style_observations (habit_id, owner, session, seen, hinted, first_at, last_at) "
         "VALUES (:h, :o, :s, :n, :hinted, :at, :at) ON CONFLICT (habit_id, session) DO UPDATE SET "
-        "seen = seen + :n, hinted = MAX(hinted, :hinted), last_at = MAX(last_at, :at) "
-        "WHERE NOT (:hinted = 1 AND hinted = 1) RETURNING seen - :n AS before",
+        "seen = style_observations.seen + :n, hinted = MAX(style_observations.hinted, :hinted), "
+        "last_at = MAX(style_observations.last_at, :at) "
+        "WHERE NOT (:hinted = 1 AND style_observations.hinted = 1) RETURNING seen - :n AS before",
         {"h": hid, "o": owner, "s": obs.session, "n": count, "hinted": hinted, "at": obs.at},
     )
     if sighted is None:

@@ -124,9 +124,12 @@ class ThreadHygiene:
         idle = sorted((t for t in self._load(prov).values() if t.status == "idle"), key=lambda t: t.id)
         return [_view(t) for t in random.Random(seed).sample(idle, min(count, len(idle)))]
 
-    def janitor(self, prov: Provenance, apply: bool = False, now: int | None = None) -> list[dict[str, Any]]:
-        """Proposals by category: stale (active, untouched) -> idle; long idle -> done; empty -> abandoned.
-        Applying changes each thread it may (not a teammate's) and reports the others as skipped."""
+    def janitor(
+        self, prov: Provenance, apply: bool = False, now: int | None = None, only: tuple[str, ...] = ()
+    ) -> list[dict[str, Any]]:
+        """Proposals by category: stale (active, untouched) -> idle; long idle -> done; empty -> abandoned
+        (`only`: these categories; consolidation idles the stale alone). Applying changes each thread it may
+        (not a teammate's) and reports the others as skipped."""
         now = now if now is not None else now_ms()
         claimed = {c["thread"] for c in self.claims(prov) if c["live"]}
         proposals = []
@@ -140,6 +143,7 @@ class ThreadHygiene:
                 proposals.append((t, "stale", "idle", f"untouched for {age:.0f} days"))
             elif t.status == "idle" and age >= self.rules.close_after_days:
                 proposals.append((t, "long idle", "done", f"idle for {age:.0f} days"))
+        proposals = [p for p in proposals if not only or p[1] in only]
         # In a team project a teammate's thread is theirs to change: skipped, and said so.
         theirs = {t.id: t.author for t in self._threads.teammates(prov, [t for t, *_ in proposals])}
         found = []

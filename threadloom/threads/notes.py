@@ -63,14 +63,15 @@ class NoteService:
         return self._add(prov, text, "quote", target)
 
     def notes(self, prov: Provenance, thread_id: str | None = None, limit: int = 50) -> list[Note]:
-        """A thread's notes (shared with the project) and the caller's own quotes (a person's words are theirs)."""
+        """A thread's notes (shared with the project) and the caller's own quotes (a person's words are theirs);
+        not those merged into another by consolidation."""
         project = self._threads.project(prov)
         thread = self._threads.thread(prov, thread_id).id
         rows = self._store.read(
             lambda r: r.rows(
                 "SELECT id, thread, kind, text, created_at FROM thread_notes WHERE repo = :repo AND project = :p "
                 "AND (thread = :t OR (thread IS NULL AND kind = 'quote')) "
-                "AND (kind <> 'quote' OR owner = :owner) ORDER BY id DESC LIMIT :limit",
+                "AND (kind <> 'quote' OR owner = :owner) AND superseded_by IS NULL ORDER BY id DESC LIMIT :limit",
                 {"repo": str(repo_of(prov)), "p": project.id, "t": thread, "limit": limit, "owner": prov.viewer().user},
             )
         )

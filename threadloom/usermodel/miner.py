@@ -16,9 +16,7 @@ fence) taken out first; and memories the user's own foreground sessions stored. 
 
 from __future__ import annotations
 
-import os
 import re
-import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, dataclass, field
@@ -115,7 +113,7 @@ class Miner:
     def run(self, dry_run: bool = False) -> MineReport:
         started, clock = now_ms(), time.perf_counter()
         report = MineReport(dry_run=dry_run)
-        holder = f"{os.getpid()}-{secrets.token_hex(4)}"
+        holder = jobs.holder_id()
         if not dry_run and not self.store.write(lambda w: jobs.acquire(w, self.job, holder, now_ms(), LEASE_MS)):
             report.busy = True
             return report

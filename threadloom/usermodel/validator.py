@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Final
@@ -120,7 +119,7 @@ class Validator:
         if not self.spawner.config.command:
             report.busy = "no agent command (THREADLOOM_USERMODEL_AGENT=custom needs THREADLOOM_SPAWN_COMMAND)"
             return report
-        holder = f"{os.getpid()}-{secrets.token_hex(4)}"
+        holder = jobs.holder_id()
         if not self.store.write(lambda w: jobs.acquire(w, self.job, holder, now_ms(), LEASE_MS)):
             report.busy = "another validator pass is under way"
             return report

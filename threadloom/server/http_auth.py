@@ -1,0 +1,162 @@
+"""`serve --http --accounts`: every request acts for the account its bearer token names, in one project.
+
+The gate runs first on every request: a per-user token (`tlk_...`, threadloom/accounts/tokens.py) or, when
+an issuer is configured, an OAuth JWT access token (http_oauth.py) names the user; X-Threadloom-Project
+names the project, which must belong to an organisation the user is a member of. Both are asked of the
+store at every request, so a revoked or expired token, a removed user or a member taken out of the
+organisation is refused at their next call: 401 (with a WWW-Authenticate challenge pointing at the
+protected-resource metadata, RFC 9728 section 5.1) or 403. The session then acts as that user, with the
+project's organisation as its own; no header chooses who it is, and one MCP session stays with the user and
+project that opened it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+import anyio
+from mcp.server.context import ServerRequestContext
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from threadloom.accounts.model import Access, Forbidden, Unauthenticated
+from threadloom.accounts.service import Accounts
+from threadloom.accounts.tokens import looks_like_ours
+from threadloom.errors import InvalidInput
+from threadloom.identity import Identity
+from threadloom.server.connection import ConnectionState, HttpConnections
+from threadloom.server.http_gates import header_values, refuse
+from threadloom.server.http_oauth import JwtVerifier
+
+ACCESS_KEY = "threadloom.access"  # where the gate leaves the request's Access in the ASGI scope
+WELL_KNOWN = "/.well-known/oauth-protected-resource"
+PROJECT_HEADER = b"x-threadloom-project"
+# Never on a team server: thread tools need the repository (a laptop's `serve --remote` answers them), and
+# spawned agents would run programs on the server's machine as the server's user.
+TEAM_EXCLUDED_GROUPS: Final = frozenset({"threads", "threads_admin", "agents"})
+
+
+class AccountGate:
+    """Authenticates and authorises every HTTP request before anything else sees it."""
+
+    def __init__(self, app: ASGIApp, accounts: Accounts, oauth: JwtVerifier | None) -> None:
+        self.app = app
+        self._accounts = accounts
+        self._oauth = oauth
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["path"].startswith(WELL_KNOWN):
+            await self._metadata(send)
+            return
+        given = header_values(scope, b"authorization")
+        if not given:
+            await self._challenge(send, None, "this server needs an access token: Authorization: Bearer <token>")
+            return
+        try:
+            if len(given) != 1 or given[0][:7].lower() != b"bearer ":  # the scheme is case-insensitive (RFC 9110 11.1)
+                raise Unauthenticated("send one Authorization: Bearer <token> header")
+            user = await self._user(given[0][7:].decode("latin-1").strip())
+            if header_values(scope, b"x-threadloom-root"):
+                raise InvalidInput("a team server's sessions name a project (X-Threadloom-Project), not a folder")
+            named = [v.decode("latin-1") for v in header_values(scope, PROJECT_HEADER)]
+            if len(named) != 1:
+                raise InvalidInput("name the project you work in with one X-Threadloom-Project header")
+            access = await anyio.to_thread.run_sync(self._accounts.access, user, named[0])
+        except Unauthenticated as exc:
+            await self._challenge(send, "invalid_token", exc.message)
+            return
+        except Forbidden as exc:
+            await refuse(send, 403, exc.message)
+            return
+        except InvalidInput as exc:
+            await refuse(send, 400, exc.message)
+            return
+        scope[ACCESS_KEY] = access
+        await self.app(scope, receive, send)
+
+    async def _user(self, token: str) -> str:
+        if looks_like_ours(token) or self._oauth is None:
+            return await anyio.to_thread.run_sync(self._accounts.authenticate, token)
+        user = (await self._oauth.check(token)).subject or ""
+        if not await anyio.to_thread.run_sync(self._accounts.known, user):
+            raise Unauthenticated(f"the access token's {self._oauth.config.user_claim} {user!r} is no account here")
+        return user
+
+    async def _challenge(self, send: Send, error: str | None, message: str) -> None:
+        """401 with RFC 6750's challenge; no `error` when no credential was sent at all (section 3.1)."""
+        parts = [f'error="{error}"', f'error_description="{_quoted(message)}"'] if error else []
+        if self._oauth is not None:
+            parts.append(f'resource_metadata="{self._oauth.config.metadata_url()}"')
+        value = "Bearer" + (" " + ", ".join(parts) if parts else "")
+        await refuse(send, 401, message, [(b"www-authenticate", value.encode("latin-1", "replace"))])
+
+    async def _metadata(self, send: Send) -> None:
+        if self._oauth is None:
+            await refuse(send, 404, "this server takes no OAuth tokens (serve --http --oauth-issuer)")
+            return
+        body = self._oauth.config.metadata().model_dump_json(exclude_none=True).encode()
+        headers = [(b"content-type", b"application/json"), (b"cache-control", b"max-age=3600")]
+        await send({"type": "http.response.start", "status": 200, "headers": headers})
+        await send({"type": "http.response.body", "body": body})
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text)[1:-1].replace("\\\\", "/")[:300]
+
+
+@dataclass(kw_only=True)
+class AccountConnectionState(ConnectionState):
+    """A connection of an account: its user, author and organisation, and its project, come from the gate."""
+
+    access: Access | None = None
+
+    def project_of(self, roots: list[str]) -> str:
+        return self._access().project
+
+    def identity(self) -> Identity:
+        access = self._access()
+        return Identity(access.user, access.user, access.org)
+
+    async def _client_roots(self, ctx: ServerRequestContext[Any, Any]) -> list[str]:
+        return []  # the project is named, not a folder of the server's
+
+    def _access(self) -> Access:
+        if self.access is None:
+            raise Unauthenticated("this request carries no authenticated account")
+        return self.access
+
+
+class AccountConnections(HttpConnections):
+    """Each MCP session is bound to the account and project that opened it; another's request is refused."""
+
+    def get(self, ctx: ServerRequestContext[Any, Any]) -> ConnectionState:
+        scope = ctx.request.scope if ctx.request is not None else {}
+        access = scope.get(ACCESS_KEY)
+        if not isinstance(access, Access):
+            raise Unauthenticated("this request carries no authenticated account")
+        state = super().get(ctx)
+        if not isinstance(state, AccountConnectionState):
+            raise TypeError("an account server's connections are AccountConnectionState")
+        if state.access is not None and (state.access.user, state.access.project) != (access.user, access.project):
+            raise Forbidden("this MCP session belongs to another account or project; open a new session")
+        state.access = access  # this request's: a role changed since the last one counts now
+        return state
+
+
+def team_toolset(chosen: frozenset[str], groups: Mapping[str, str]) -> frozenset[str]:
+    """The tools a team server's session may have of those its toolset chose (`groups`: tool -> group)."""
+    return frozenset(name for name in chosen if groups.get(name) not in TEAM_EXCLUDED_GROUPS)
+
+
+@dataclass(frozen=True)
+class AccountAuth:
+    accounts: Accounts
+    oauth: JwtVerifier | None

@@ -1,0 +1,98 @@
+"""What `serve --remote URL` sends a team server: its token, its project's name, and the first refusal.
+
+The token is THREADLOOM_REMOTE_TOKEN, else the OS keyring's entry for the URL (service "threadloom",
+user = the URL) when the optional `keyring` package is installed. The project is THREADLOOM_REMOTE_PROJECT,
+else the name of the repository's folder. Before any agent traffic, one initialize request is sent, so a
+wrong token, a project of someone else's organisation or a wrong URL ends the bridge with the server's own
+words instead of a broken session.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import urllib.error
+import urllib.request
+from collections.abc import Mapping
+
+from threadloom.errors import ConfigError
+from threadloom.identity import detect_vendor, project_root
+
+TOKEN_ENV = "THREADLOOM_REMOTE_TOKEN"
+PROJECT_ENV = "THREADLOOM_REMOTE_PROJECT"
+KEYRING_SERVICE = "threadloom"
+_NOT_A_NAME = re.compile(r"[^A-Za-z0-9._-]+")
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "threadloom-remote", "version": "1"},
+    },
+}
+
+
+def remote_token(url: str, env: Mapping[str, str]) -> str:
+    token = env.get(TOKEN_ENV, "").strip()
+    if token:
+        return token
+    try:
+        import keyring  # type: ignore[import-not-found, unused-ignore]
+    except ImportError:
+        keyring = None
+    stored = keyring.get_password(KEYRING_SERVICE, url) if keyring is not None else None
+    if stored:
+        return str(stored).strip()
+    where = f" or the OS keyring (service {KEYRING_SERVICE!r}, user {url!r})" if keyring is not None else ""
+    raise ConfigError(f"no token for {url}: set {TOKEN_ENV}{where} (threadloom admin token create on the server)")
+
+
+def remote_project(env: Mapping[str, str], cwd: str) -> str:
+    named = env.get(PROJECT_ENV, "").strip()
+    if named:
+        return named
+    folder = project_root(env, [], cwd).name
+    return _NOT_A_NAME.sub("-", folder).strip("-._") or "project"
+
+
+def remote_headers(url: str, env: Mapping[str, str], cwd: str) -> dict[str, str]:
+    headers = {
+        "Authorization": f"Bearer {remote_token(url, env)}",
+        "X-Threadloom-Project": remote_project(env, cwd),
+        "X-Threadloom-Vendor": detect_vendor(None, env),
+    }
+    for var, header in (
+        ("THREADLOOM_TOOLSET", "X-Threadloom-Toolset"),
+        ("THREADLOOM_SESSION_ID", "X-Threadloom-Session-Id"),
+    ):
+        if env.get(var):
+            headers[header] = env[var]
+    return headers
+
+
+def preflight(url: str, headers: Mapping[str, str], timeout: float = 30) -> None:
+    """One initialize request; ConfigError with the server's words when it refuses or cannot be reached."""
+    request = urllib.request.Request(
+        url,
+        data=json.dumps(INIT).encode(),
+        headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **headers},
+        method="POST",
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=timeout):  # the session it opens idles out on the server
+            return
+    except urllib.error.HTTPError as exc:
+        try:
+            said = str(json.loads(exc.read(65536)).get("error") or exc.reason)
+        except (ValueError, AttributeError):
+            said = str(exc.reason)
+        raise ConfigError(f"the team server at {url} refused this bridge ({exc.code}): {said}") from None
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"cannot reach the team server at {url}: {exc}") from None
+
+
+def local_env(environ: Mapping[str, str]) -> dict[str, str]:
+    """The environment of the local bridge for threads: never the remote token or project."""
+    return {k: v for k, v in environ.items() if k not in (TOKEN_ENV, PROJECT_ENV)}

@@ -1,0 +1,171 @@
+"""Search on PostgreSQL: full-text by BM25 over `tsvector` terms, dense by pgvector's HNSW index.
+
+Full-text: a document's `fts` holds the SQLite index's own porter stems (store/terms.py) at their positions,
+written as a `tsvector` literal, so nothing is parsed by a text-search configuration and both backends see
+the same terms; `@@` with a `tsquery` of quoted stems finds candidates through the GIN index. BM25 is then
+FTS5's formula (k1 1.2, b 0.75, one field over title and body, IDF from `document_terms`, the average
+length from `document_lengths`), so a score means what it means on SQLite (search/fusion.py).
+
+Dense: the float32 bytes stay in `vector` (as on SQLite, for export and moving stores) and pgvector's copy in
+`embedding`, with one HNSW index (cosine) per dimension, made on the first vector of that dimension. A search
+walks the index with `hnsw.ef_search` at the depth asked; the index filters after it walks, so a selective
+filter can leave fewer than asked, and then the same query runs as an exact scan over what passes.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+from threadloom.store import terms as term_stats
+from threadloom.store.base import Reader, Writer
+
+K1 = 1.2
+B = 0.75
+MAX_POSITIONS = 256  # PostgreSQL keeps at most this many positions of one lexeme
+MAX_POSITION = 16383
+MAX_LEXEME_BYTES = 2000  # PostgreSQL refuses a lexeme of 2 KB or more
+
+
+def _quote(term: str) -> str:
+    return "'" + term.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def tsvector_of(title: str, body: str) -> tuple[str, int]:
+    """The `tsvector` literal of a document's stems at their positions, and its length in terms."""
+    stems = term_stats.stems(f"{title}\n{body}")
+    positions: dict[str, list[int]] = {}
+    for n, stem in enumerate(stems, start=1):
+        if len(stem.encode()) < MAX_LEXEME_BYTES:
+            kept = positions.setdefault(stem, [])
+            if len(kept) < MAX_POSITIONS:
+                kept.append(min(n, MAX_POSITION))
+    literal = " ".join(f"{_quote(s)}:{','.join(map(str, p))}" for s, p in positions.items())
+    return literal, len(stems)
+
+
+def index_text(w: Writer, doc_id: int, title: str, body: str) -> None:
+    """Write a document's terms (beside its row, in the same transaction; the length total follows by trigger)."""
+    literal, length = tsvector_of(title, body)
+    w.execute(
+        "UPDATE documents SET fts = CAST(:fts AS tsvector), fts_len = :n WHERE id = :id",
+        {"fts": literal, "n": length, "id": doc_id},
+    )
+
+
+def _tsquery(terms: Sequence[str]) -> tuple[str, dict[str, str]]:
+    """An OR-query of the terms' stems (a term of several stems is a phrase, as FTS5 reads a quoted term),
+    and each term's first stem."""
+    parts, first = [], {}
+    for term in terms:
+        stems = [s for s in term_stats.stems(term) if len(s.encode()) < MAX_LEXEME_BYTES]
+        if stems:
+            parts.append("(" + " <-> ".join(_quote(s) for s in stems) + ")")
+            first[term] = stems[0]
+    return " | ".join(parts), first
+
+
+def _weights(r: Reader, terms: Sequence[str]) -> tuple[str, dict[str, str], float]:
+    """The query, each stem's IDF (FTS5's, floored at 1e-6) as JSON, and the average document length."""
+    query, first = _tsquery(terms)
+    total, df = term_stats.frequencies(r, list(first))
+    idf: dict[str, float] = {}
+    for term, stem in first.items():
+        n = df[term]
+        idf[stem] = max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
+    length_total = int(r.scalar("SELECT total FROM document_lengths") or 0)
+    average = length_total / total if total else 1.0
+    return query, {"idf": json.dumps(idf)}, max(average, 1e-9)
+
+
+_BM25 = (
+    "SELECT c.id, SUM(CAST(i.value AS DOUBLE PRECISION) * t.tf * (:k1 + 1) "
+    "/ (t.tf + :k1 * (1 - :b + :b * c.fts_len / :avg))) AS score FROM candidates c "
+    "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions) AS tf FROM unnest(c.fts) u) t "
+    "JOIN json_each(:idf) i ON i.key = t.lexeme "
+    "GROUP BY c.id ORDER BY score DESC, c.id LIMIT :limit"
+)
+
+
+def lexical(r: Reader, terms: Sequence[str], where: str, params: dict[str, Any], limit: int) -> list[tuple[int, float]]:
+    """Ids and BM25 scores of the best `limit` documents matching any term that pass `where` (on alias `d`)."""
+    query, weights, average = _weights(r, terms)
+    if not query:
+        return []
+    rows = r.tuples(
+        "WITH candidates AS (SELECT d.id, d.fts, d.fts_len FROM documents d "
+        f"WHERE d.fts @@ CAST(:q AS tsquery) AND {where}) " + _BM25,
+        params | weights | {"q": query, "k1": K1, "b": B, "avg": average, "limit": limit},
+    )
+    return [(int(i), float(score)) for i, score in rows]
+
+
+def lexical_within(r: Reader, terms: Sequence[str], ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
+    keys = {f"i{n}": i for n, i in enumerate(ids)}
+    return lexical(r, terms, f"d.id IN ({', '.join(':' + k for k in keys)})", keys, limit)
+
+
+# vectors
+
+_indexed: set[tuple[str, int]] = set()
+_indexed_lock = threading.Lock()
+
+
+def _vector_text(vector: bytes) -> str:
+    import numpy as np
+
+    return "[" + ",".join(repr(float(x)) for x in np.frombuffer(vector, dtype=np.float32)) + "]"
+
+
+def put_embedding(w: Writer, doc_id: int, fingerprint: str, vector: bytes) -> None:
+    """pgvector's copy of a vector just written, and the HNSW index of its dimension the first time."""
+    dimension = len(vector) // 4
+    database = str(w.scalar("SELECT current_database()"))
+    with _indexed_lock:
+        fresh = (database, dimension) not in _indexed
+    if fresh:
+        # One index per dimension: HNSW needs a typed column, and an embedder's dimension is known only here.
+        w.execute(
+            f"CREATE INDEX IF NOT EXISTS document_vectors_hnsw_{dimension} ON document_vectors "
+            f"USING hnsw ((CAST(embedding AS vector({dimension}))) vector_cosine_ops) "
+            f"WHERE vector_dims(embedding) = {dimension}"
+        )
+        with _indexed_lock:
+            _indexed.add((database, dimension))
+    w.execute(
+        "UPDATE document_vectors SET embedding = CAST(:e AS vector) WHERE doc_id = :id AND fingerprint = :fp",
+        {"e": _vector_text(vector), "id": doc_id, "fp": fingerprint},
+    )
+
+
+def _set(r: Reader, name: str, value: str) -> None:
+    """A setting for the rest of this transaction (SET LOCAL; allowed in a read-only one)."""
+    r.scalar("SELECT set_config(:name, :value, true)", {"name": name, "value": value})
+
+
+def dense(
+    r: Reader, fingerprint: str, query: Any, where: str, params: dict[str, Any], depth: int, floor: float
+) -> list[tuple[int, float]]:
+    """The `depth` nearest current vectors of this fingerprint that pass `where`, with cosine >= `floor`."""
+    import numpy as np
+
+    vector = np.asarray(query, dtype=np.float32).reshape(-1)
+    dimension = int(vector.shape[0])
+    typed = f"CAST(v.embedding AS vector({dimension}))"
+    sql = (
+        f"SELECT d.id, 1 - ({typed} <=> CAST(:q AS vector({dimension}))) AS cosine FROM document_vectors v "
+        "JOIN documents d ON d.id = v.doc_id "
+        f"WHERE vector_dims(v.embedding) = {dimension} AND v.fingerprint = :fp AND v.content_hash = d.content_hash "
+        f"AND {where} ORDER BY {typed} <=> CAST(:q AS vector({dimension})) LIMIT :depth"
+    )
+    values = params | {"q": _vector_text(vector.tobytes()), "fp": fingerprint, "depth": depth}
+    _set(r, "hnsw.ef_search", str(min(1000, max(40, depth))))
+    rows = r.tuples(sql, values)
+    if len(rows) < depth:  # the index's walk ended short of `depth` passing rows: exactly, over what passes
+        _set(r, "enable_indexscan", "off")
+        rows = r.tuples(sql, values)
+        _set(r, "enable_indexscan", "on")
+    return [(int(i), float(c)) for i, c in rows if float(c) >= floor]

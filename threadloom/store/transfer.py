@@ -1,0 +1,244 @@
+"""Moving a personal SQLite store into a PostgreSQL team database (`threadloom migrate --to`).
+
+Every row keeps its id, owner, validity and provenance columns as they are: the copy is the rows, table by
+table, parents before the tables that reference them. Each batch is one transaction on the target that also
+records how far that table got (`job_cursors`, `migrate.copy:<table>`), so a copy killed at any point resumes
+where its last batch committed; rows are upserted by their key, so running it again, finished or not, ends in
+the same target. Once every table is copied the progress rows go and the source's mark stays
+(`migrate.source:<id>`), which is how a later run knows the rows it finds are its own.
+
+What is not copied: SQLite's full-text tables (the target indexes each document as it lands), the schema's
+own bookkeeping, live job leases (they name local processes), and accounts and organisations (a team
+database has its own, made with `threadloom admin`). A target already holding another store's rows is
+refused: integer ids (documents, events, signals, notes) would collide, and keeping ids is the promise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+from threadloom.errors import StoreError
+from threadloom.store import postgres_search
+from threadloom.store.base import Reader, Store, Writer
+
+BATCH = 200
+SKIPPED = frozenset(
+    {
+        "schema_migrations",
+        "search_generation",
+        "job_leases",
+        "accounts",
+        "account_tokens",
+        "organisations",
+        "org_members",
+        "org_projects",
+    }
+)
+SKIPPED_PREFIXES = ("documents_fts", "sqlite_")
+# A target with rows in any of these, and no mark of this source, holds someone else's store.
+OCCUPIED_BY = ("memories", "documents", "events", "signals", "thread_notes", "sessions")
+PROGRESS = "migrate.copy:"
+MARK = "migrate.source:"
+
+Progress = Callable[[str, int, int], None]  # (table, rows copied so far, rows in the table)
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[str, ...]
+    key: tuple[str, ...]  # the conflict target: primary key, else the first unique index
+    rowid: bool  # batches by rowid (resumable); else by key order and offset
+
+
+@dataclass
+class Report:
+    source: str
+    target: str
+    tables: dict[str, int] = field(default_factory=dict)  # rows copied this run
+    resumed: bool = False
+    again: bool = False  # this source had been copied before: rows refreshed
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"source": self.source, "target": self.target, "resumed": self.resumed, "again": self.again,
+                "tables": self.tables, "rows": sum(self.tables.values())}  # fmt: skip
+
+
+def source_id(path: Path) -> str:
+    """Which personal store this is: its machine and file, short."""
+    return hashlib.sha256(f"{socket.gethostname()}:{os.path.realpath(path)}".encode()).hexdigest()[:16]
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def tables(r: Reader) -> list[Table]:
+    """The source's tables to copy, each after the tables it references."""
+    names = [
+        str(row["name"])
+        for row in r.rows("SELECT name, sql FROM sqlite_master WHERE type = 'table' ORDER BY name")
+        if row["name"] not in SKIPPED and not str(row["name"]).startswith(SKIPPED_PREFIXES)
+    ]
+    found: dict[str, Table] = {}
+    parents: dict[str, set[str]] = {}
+    for name in names:
+        info = r.rows(f"PRAGMA table_info({_quoted(name)})")
+        columns = tuple(str(c["name"]) for c in info)
+        key = tuple(str(c["name"]) for c in sorted(info, key=lambda c: int(c["pk"])) if int(c["pk"]))
+        if not key:
+            for index in r.rows(f"PRAGMA index_list({_quoted(name)})"):
+                if int(index["unique"]):
+                    key = tuple(str(c["name"]) for c in r.rows(f"PRAGMA index_info({_quoted(index['name'])})"))
+                    break
+        sql = str(r.scalar("SELECT sql FROM sqlite_master WHERE name = :n", {"n": name}) or "")
+        found[name] = Table(name, columns, key, "WITHOUT ROWID" not in sql.upper())
+        parents[name] = {str(fk["table"]) for fk in r.rows(f"PRAGMA foreign_key_list({_quoted(name)})")}
+    ordered: list[Table] = []
+    placed: set[str] = set()
+    while len(ordered) < len(found):
+        ready = [n for n in found if n not in placed and parents[n] - {n} <= placed | (parents[n] - set(found))]
+        if not ready:  # a cycle: take the rest in name order, as SQLite would accept them
+            ready = [n for n in found if n not in placed]
+        for name in ready:
+            ordered.append(found[name])
+            placed.add(name)
+    return ordered
+
+
+def check_target(target: Store, mark: str) -> bool:
+    """Whether this source was copied (or began to be) into the target before; refuse a target that holds
+    another store's rows."""
+
+    def look(r: Reader) -> bool:
+        marks = {str(row["name"]) for row in r.rows("SELECT name FROM job_cursors WHERE name LIKE 'migrate.source:%'")}
+        if mark in marks:
+            return True
+        held = [t for t in OCCUPIED_BY if r.scalar(f"SELECT 1 FROM {t} LIMIT 1") is not None]
+        if held:
+            raise StoreError(
+                f"the team database at {target.location} already holds another store's rows "
+                f"({', '.join(held)}); threadloom migrate keeps every id, so it moves a personal store only into "
+                "a database of its own (a new one, or one this same store was moved into before)"
+            )
+        return False
+
+    return bool(target.read(look))
+
+
+def _insert_sql(table: Table, rows: int) -> str:
+    columns = ", ".join(_quoted(c) for c in table.columns)
+    values = ", ".join("(" + ", ".join(f":p{i}_{j}" for j in range(len(table.columns))) + ")" for i in range(rows))
+    sql = f"INSERT INTO {_quoted(table.name)} ({columns}) VALUES {values}"
+    if not table.key:
+        return sql + " ON CONFLICT DO NOTHING"
+    rest = [c for c in table.columns if c not in table.key]
+    target = ", ".join(_quoted(c) for c in table.key)
+    if not rest:
+        return f"{sql} ON CONFLICT ({target}) DO NOTHING"
+    updates = ", ".join(f"{_quoted(c)} = excluded.{_quoted(c)}" for c in rest)
+    return f"{sql} ON CONFLICT ({target}) DO UPDATE SET {updates}"
+
+
+def _land(w: Writer, table: Table, batch: list[tuple[Any, ...]]) -> None:
+    """One batch into the target, with what PostgreSQL keeps beside the row (full-text terms, pgvector)."""
+    params = {f"p{i}_{j}": value for i, row in enumerate(batch) for j, value in enumerate(row)}
+    w.execute(_insert_sql(table, len(batch)), params)
+    at = {c: i for i, c in enumerate(table.columns)}
+    if table.name == "documents":
+        for row in batch:
+            postgres_search.index_text(w, int(row[at["id"]]), str(row[at["title"]]), str(row[at["body"]]))
+    elif table.name == "document_vectors":
+        for row in batch:
+            postgres_search.put_embedding(w, int(row[at["doc_id"]]), str(row[at["fingerprint"]]), row[at["vector"]])
+
+
+def _count(table: Table, r: Reader) -> int:
+    return int(r.scalar(f"SELECT count(*) FROM {_quoted(table.name)}"))
+
+
+def _batch(r: Reader, *, table: Table, after: int) -> tuple[list[tuple[Any, ...]], int]:
+    """The next rows after position `after` (a rowid, or an offset in key order), and the next position."""
+    columns = ", ".join(_quoted(c) for c in table.columns)
+    if table.rowid:
+        got = r.tuples(
+            f"SELECT rowid, {columns} FROM {_quoted(table.name)} WHERE rowid > :after ORDER BY rowid LIMIT :n",
+            {"after": after, "n": BATCH},
+        )
+        return [tuple(row[1:]) for row in got], (int(got[-1][0]) if got else after)
+    order = ", ".join(_quoted(c) for c in table.key) or "1"
+    got = r.tuples(
+        f"SELECT {columns} FROM {_quoted(table.name)} ORDER BY {order} LIMIT :n OFFSET :after",
+        {"after": after, "n": BATCH},
+    )
+    return [tuple(row) for row in got], after + len(got)
+
+
+def _reset_identities(w: Writer) -> None:
+    """Identity columns continue after the largest id copied (the copy gave every id explicitly)."""
+    for row in w.rows(
+        "SELECT table_name, column_name FROM information_schema.columns "
+        "WHERE is_identity = 'YES' AND table_schema = current_schema()"
+    ):
+        table, column = _quoted(str(row["table_name"])), _quoted(str(row["column_name"]))
+        w.scalar(
+            f"SELECT setval(pg_get_serial_sequence(:t, :c), GREATEST((SELECT max({column}) FROM {table}), 1))",
+            {"t": str(row["table_name"]), "c": str(row["column_name"])},
+        )
+
+
+def copy_store(source: Store, source_path: Path, target: Store, progress: Progress | None = None) -> Report:
+    """Copy `source` (SQLite) into `target` (PostgreSQL): see the module's docstring."""
+    if source.dialect != "sqlite" or target.dialect != "postgresql":
+        raise StoreError("threadloom migrate copies a SQLite store into a PostgreSQL database")
+    mark = MARK + source_id(source_path)
+    report = Report(source.location, target.location)
+    report.again = check_target(target, mark)
+    target.write(
+        lambda w: w.execute(
+            "INSERT INTO job_cursors (name, position) VALUES (:n, 0) ON CONFLICT (name) DO NOTHING", {"n": mark}
+        )
+    )
+    started = {
+        str(row["name"]): int(row["position"])
+        for row in target.read(
+            lambda r: r.rows("SELECT name, position FROM job_cursors WHERE name LIKE 'migrate.copy:%'")
+        )
+    }
+    report.resumed = bool(started)
+    for table in source.read(tables):
+        total = int(source.read(partial(_count, table)))
+        position, copied = started.get(PROGRESS + table.name, 0), 0
+        while True:
+            batch, after = source.read(partial(_batch, table=table, after=position))
+            if not batch:
+                break
+
+            def land(w: Writer, t: Table = table, b: list[tuple[Any, ...]] = batch, a: int = after) -> None:
+                _land(w, t, b)
+                w.execute(
+                    "INSERT INTO job_cursors (name, position) VALUES (:n, :p) "
+                    "ON CONFLICT (name) DO UPDATE SET position = :p",
+                    {"n": PROGRESS + t.name, "p": a},
+                )
+
+            target.write(land)
+            position, copied = after, copied + len(batch)
+            if progress is not None:
+                progress(table.name, copied, total)
+        report.tables[table.name] = copied
+
+    def finish(w: Writer) -> None:
+        _reset_identities(w)
+        w.execute("DELETE FROM job_cursors WHERE name LIKE 'migrate.copy:%'")
+        w.execute("UPDATE job_cursors SET position = 1 WHERE name = :n", {"n": mark})
+
+    target.write(finish)
+    return report
