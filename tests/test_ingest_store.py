@@ -99,3 +99,69 @@ def test_a_batch_counts_terms_as_documents_one_by_one_do(tmp_path: Path) -> None
 
     assert terms(one) == terms(many)
     assert ("lamp", 3) in terms(many) and ("", 4) in terms(many)
+
+
+def test_a_batch_of_messages_ends_as_one_by_one_upserts_do(tmp_path: Path) -> None:
+    """The bulk path (new keys by one prepared statement) against `upsert_message` per message: held keys,
+    a key twice in one batch, an erased row and another owner's key give the same rows, ids and results."""
+    held = [_message("k1", "the keeper"), _message("k2", "the lamp"), _message("k3", "erased later")]
+    batch = [
+        (_message("k4", "a new turn"), False),
+        (_message("k1", "the keeper"), False),  # unchanged: nothing written
+        (_message("k2", "the lamp, revised"), True),
+        (_message("k5", "first take"), False),
+        (_message("k5", "second take"), True),  # the same key again, later in the batch
+        (_message("k3", "erased later"), False),  # erased stays erased
+        (_message("k6", "last turn"), False),
+    ]
+
+    def seeded(name: str) -> SqliteStore:
+        store = open_store(tmp_path / name)
+        store.write(lambda w: [transcripts.upsert_message(w, "ann", m, False, now=1) for m in held])
+        store.write(lambda w: transcripts.upsert_message(w, "bob", _message("k4", "bob's own"), False, now=1))
+        store.write(lambda w: w.execute("UPDATE transcript_messages SET role = 'erased', text = '' WHERE key = 'k3'"))
+        return store
+
+    one, many = seeded("one.db"), seeded("many.db")
+    expected = one.write(lambda w: [transcripts.upsert_message(w, "ann", m, r, now=2) for m, r in batch])
+    got = many.write(lambda w: transcripts.add_messages(w, "ann", batch, now=2))
+    assert got == expected
+    assert [g is None for g in got] == [False, True, False, False, False, True, False]
+
+    def rows(store: SqliteStore) -> list[tuple[Any, ...]]:
+        return store.read(lambda r: r.tuples("SELECT id, owner, key, role, text FROM transcript_messages ORDER BY id"))
+
+    assert rows(one) == rows(many)
+    assert ("second take" in [t[4] for t in rows(many)]) and ("first take" not in [t[4] for t in rows(many)])
+
+
+def test_a_batch_of_documents_is_searchable_and_a_ref_twice_keeps_the_last(tmp_path: Path) -> None:
+    store = open_store(tmp_path / "db.sqlite")
+    store.write(lambda w: SearchEngine.index(w, Document(kind="transcript", ref="1", body="an old lighthouse")))
+    docs = [
+        Document(kind="transcript", ref="1", body="the harbour master"),  # held: rewritten
+        Document(kind="transcript", ref="2", body="a copper kettle"),
+        Document(kind="transcript", ref="2", body="a brass kettle"),  # twice in the batch: the last wins
+        Document(kind="transcript", ref="3", body="the tide tables"),
+    ]
+    ids = store.write(lambda w: SearchEngine.index_many(w, docs))
+    assert ids[1] == ids[2] and len(set(ids)) == 3
+    bodies = dict(store.read(lambda r: r.tuples("SELECT ref, body FROM documents")))
+    assert bodies == {"1": "the harbour master", "2": "a brass kettle", "3": "the tide tables"}
+
+    def matching(word: str) -> list[Any]:
+        found = store.read(
+            lambda r: r.tuples(
+                "SELECT d.ref FROM documents_fts JOIN documents d ON d.id = documents_fts.rowid "
+                "WHERE documents_fts MATCH :w ORDER BY d.ref",
+                {"w": word},
+            )
+        )
+        return [ref for (ref,) in found]
+
+    assert matching("harbour") == ["1"] and matching("lighthouse") == []
+    assert matching("brass") == ["2"] and matching("copper") == [] and matching("tide") == ["3"]
+    assert store.read(lambda r: r.scalar("SELECT df FROM document_terms WHERE term = 'kettl'")) == 1
+    assert store.read(lambda r: r.scalar("SELECT df FROM document_terms WHERE term = ''")) == 3
+    # FTS5's own check that the index matches the rows' content (raises when it does not)
+    store.write(lambda w: w.execute("INSERT INTO documents_fts (documents_fts) VALUES ('integrity-check')"))

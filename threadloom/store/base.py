@@ -7,7 +7,7 @@ upserts) lives in the backend. A backend is one file implementing `Store`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -41,6 +41,10 @@ class Writer(Reader, Protocol):
 
     def insert(self, sql: str, params: Params = None) -> int:
         """Run an INSERT; return the new row's integer id."""
+        ...
+
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        """Run one statement with positional parameters (`?`) once per row: a bulk write prepared once."""
         ...
 
     def notify(self, channel: str, payload: str = "") -> None:

@@ -90,12 +90,61 @@ def upsert_many(w: Writer, docs: Sequence[Document], now: int) -> list[int]:
     for kind in {d.kind for d in docs}:
         refs = json.dumps([d.ref for d in docs if d.kind == kind])
         held.update(((kind, r["ref"]), r) for r in w.rows(sql + "FROM json_each(:r))", {"k": kind, "r": refs}))
-    ids, seen = [], set()
-    for doc in docs:
+    seen: set[tuple[str, str]] = set()
+    if w.dialect != "sqlite":
+        ids = []
+        for doc in docs:
+            key = (doc.kind, doc.ref)
+            ids.append(upsert(w, doc, now) if key in seen else _write(w, doc, now, held.get(key)))
+            seen.add(key)
+        return ids
+    # New rows (nearly all of a transcript batch) go in by one prepared statement each for the rows and
+    # their full-text entries, ids assigned in order under the write lock; the rest follow one by one.
+    fresh: list[int] = []
+    later: list[int] = []
+    for n, doc in enumerate(docs):
         key = (doc.kind, doc.ref)
-        ids.append(upsert(w, doc, now) if key in seen else _write(w, doc, now, held.get(key)))
+        (later if key in held or key in seen else fresh).append(n)
         seen.add(key)
-    return ids
+    found: list[int] = [0] * len(docs)
+    first = int(w.scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM documents"))
+    rows, entries = [], []
+    for offset, n in enumerate(fresh):
+        doc, doc_id = docs[n], first + offset
+        found[n] = doc_id
+        term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
+        rows.append(
+            (
+                doc_id,
+                doc.kind,
+                doc.ref,
+                doc.project,
+                doc.thread,
+                doc.source,
+                doc.status,
+                doc.title,
+                doc.body,
+                content_hash(doc),
+                doc.occurred_at,
+                now,
+                now,
+            )
+        )
+        entries.append((doc_id, doc.title, doc.body))
+    w.execute_many(
+        "INSERT INTO documents (id, kind, ref, project, thread, source, status, title, body, content_hash, "
+        "occurred_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    w.execute_many("INSERT INTO documents_fts (rowid, title, body) VALUES (?, ?, ?)", entries)
+    for n in later:  # held, or met earlier in the batch: the row as it stands now
+        doc = docs[n]
+        current = w.one(
+            "SELECT id, ref, content_hash, title, body FROM documents WHERE kind = :k AND ref = :r",
+            {"k": doc.kind, "r": doc.ref},
+        )
+        found[n] = _write(w, doc, now, current)
+    return found
 
 
 def _write(w: Writer, doc: Document, now: int, found: Row | None) -> int:

@@ -107,6 +107,10 @@ class _Cursor:
         # A table keyed by text has no integer id (SQLite would answer its hidden rowid, which no caller reads).
         return row[0] if row is not None and isinstance(row[0], int) else 0
 
+    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+        if rows:
+            self._conn.cursor().executemany(translate(sql).replace("?", "%s"), [tuple(r) for r in rows])
+
     def notify(self, channel: str, payload: str = "") -> None:
         notify(self._conn, channel, payload)
 

@@ -23,6 +23,7 @@ A batch (messages read from one file and the cursor after them) is written in on
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,6 +129,68 @@ def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: 
         values | {"id": found["id"]},
     )
     return int(found["id"]), False
+
+
+def add_messages(
+    w: Writer, owner: str, batch: Sequence[tuple[StoredMessage, bool]], now: int
+) -> list[tuple[int, bool] | None]:
+    """`upsert_message` for each (message, revises) of a batch, in order, with the same results. On SQLite
+    the messages under keys neither held nor met earlier in the batch (nearly all of a backfill) go in by
+    one prepared statement, their ids assigned in order under the write lock, as SQLite would; the rest
+    follow one by one, after them."""
+    if w.dialect != "sqlite":
+        return [upsert_message(w, owner, m, revises, now) for m, revises in batch]
+    held: set[tuple[str, str]] = set()
+    for source in {m.source for m, _ in batch}:
+        keys = json.dumps([m.key for m, _ in batch if m.source == source])
+        found = w.tuples(
+            "SELECT key FROM transcript_messages WHERE owner = :o AND source = :s AND key IN "
+            "(SELECT value FROM json_each(:k))",
+            {"o": owner, "s": source, "k": keys},
+        )
+        held.update((source, str(key)) for (key,) in found)
+    fresh: list[int] = []
+    later: list[int] = []
+    seen: set[tuple[str, str]] = set()
+    for n, (m, _) in enumerate(batch):
+        key = (m.source, m.key)
+        (later if key in held or key in seen else fresh).append(n)
+        seen.add(key)
+    results: list[tuple[int, bool] | None] = [None] * len(batch)
+    first = int(w.scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM transcript_messages"))
+    values = []
+    for offset, n in enumerate(fresh):
+        m = batch[n][0]
+        results[n] = (first + offset, True)
+        values.append(
+            (
+                first + offset,
+                owner,
+                m.source,
+                m.session_id,
+                m.key,
+                m.role,
+                m.text,
+                m.tools,
+                m.at,
+                m.cwd,
+                m.project,
+                m.model,
+                m.format,
+                m.path,
+                m.offset,
+                now,
+            )
+        )
+    w.execute_many(
+        "INSERT INTO transcript_messages (id, owner, source, session_id, key, role, text, tools, at, cwd, project, "
+        "model, format, path, offset, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        values,
+    )
+    for n in later:
+        m, revises = batch[n]
+        results[n] = upsert_message(w, owner, m, revises, now)
+    return results
 
 
 def save_last_pass(w: Writer, owner: str, source: str, stats: dict[str, Any], now: int) -> None:
