@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass
 
 from threadloom.errors import ThreadloomError
 from threadloom.identity import project_root
 from threadloom.scrub import Scrubber
 from threadloom.search.model import MAX_BODY_CHARS, Document
+from threadloom.store.document_batch import Ahead
 from threadloom.store.transcripts import DOCUMENT_KIND, StoredMessage
 from threadloom.transcripts import Message, ToolUse
 
@@ -68,10 +70,10 @@ def stored(m: Message, scrubber: Scrubber, project: str | None) -> tuple[StoredM
         path=m.path,
         offset=m.offset,
     )
-    return row, _body(text, tools)
+    return row, search_text(text, tools)
 
 
-def _body(text: str, tools: list[dict[str, object]]) -> str:
+def search_text(text: str, tools: list[dict[str, object]]) -> str:
     """The message's text, then one line per tool call."""
     if not tools:
         return text
@@ -84,14 +86,37 @@ def _body(text: str, tools: list[dict[str, object]]) -> str:
     return "\n".join([text, *lines]) if text else "\n".join(lines)
 
 
-def document(row_id: int, m: StoredMessage, body: str) -> Document | None:
-    """The message's search document (`body` from `stored`); None when it is empty."""
-    if not body.strip():
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A message ready for its write: the row, whether the client flagged it a revision, and its search
+    document's body ("" for none) with what that body alone decides (`Ahead`), all worked out before the
+    transaction."""
+
+    row: StoredMessage
+    revises: bool
+    body: str
+    ahead: Ahead | None
+
+    @staticmethod
+    def of(m: Message, scrubber: Scrubber, project: str | None) -> Prepared:
+        row, body = stored(m, scrubber, project)
+        return Prepared.with_body(row, m.revises, body)
+
+    @staticmethod
+    def with_body(row: StoredMessage, revises: bool, body: str) -> Prepared:
+        body = body[:MAX_BODY_CHARS] if body.strip() else ""
+        return Prepared(row, revises, body, Ahead.of("", body) if body else None)
+
+
+def document(row_id: int, p: Prepared) -> Document | None:
+    """The message's search document under its row id; None when it has none."""
+    if not p.body:
         return None
+    m = p.row
     return Document(
         kind=DOCUMENT_KIND,
         ref=str(row_id),
-        body=body[:MAX_BODY_CHARS],
+        body=p.body,
         project=m.project,
         thread=m.session_id,
         source=m.role,

@@ -25,7 +25,7 @@ from typing import Any
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, StoreBusy
 from threadloom.ingest.ahead import ahead
-from threadloom.ingest.convert import Projects, document, stored
+from threadloom.ingest.convert import Prepared, Projects, document
 from threadloom.ingest.exclusions import Exclusions, parse_globs
 from threadloom.ingest.report import PassReport
 from threadloom.scrub import Scrubber
@@ -33,7 +33,6 @@ from threadloom.search.engine import SearchEngine
 from threadloom.store import jobs
 from threadloom.store import transcripts as tables
 from threadloom.store.base import Store, Writer
-from threadloom.store.transcripts import StoredMessage
 from threadloom.transcripts import Cursor, ParseResult, Source, SourceStats, sources
 
 log = logging.getLogger(__name__)
@@ -75,7 +74,7 @@ class _File:
 @dataclass(frozen=True)
 class _Batch:
     result: ParseResult
-    rows: list[tuple[StoredMessage, bool, str]] | None  # with revises and the document body; None: unreadable
+    rows: list[Prepared] | None  # None: unreadable
     excluded: int
     read: int  # bytes of the file read so far this pass
     cut: bool  # the byte budget ran out before the end of the file
@@ -266,18 +265,17 @@ class Ingester:
                 continue
             state.report.problem(problem.path, problem.reason, problem.detail)
 
-    def _prepare(self, result: ParseResult, state: _Pass) -> tuple[list[tuple[StoredMessage, bool, str]], int]:
-        """The messages to write, scrubbed and their projects resolved (outside the transaction), and how
-        many were excluded."""
-        rows: list[tuple[StoredMessage, bool, str]] = []
+    def _prepare(self, result: ParseResult, state: _Pass) -> tuple[list[Prepared], int]:
+        """The messages to write, scrubbed, their projects resolved and their search documents' terms found
+        (outside the transaction), and how many were excluded."""
+        rows: list[Prepared] = []
         excluded = 0
         for message in result.messages:
             project = state.projects.of(message.cwd)
             if state.exclusions.session(message.session_id) or state.exclusions.any_folder((message.cwd, project)):
                 excluded += 1
                 continue
-            row, body = stored(message, self._scrubber, project)
-            rows.append((row, message.revises, body))
+            rows.append(Prepared.of(message, self._scrubber, project))
         return rows, excluded
 
     def _save_batch(self, w: Writer, *, f: _File, b: _Batch) -> tuple[int, int]:
@@ -287,18 +285,19 @@ class Ingester:
         if not jobs.acquire(w, LEASE, self._holder, now, LEASE_TTL_MS):
             raise LeaseLost("another ingest holds the lease")
         added = revised = 0
-        docs = []
+        docs, known = [], []
         assert b.rows is not None and b.result.cursor is not None
-        results = tables.add_messages(w, self.config.owner, [(row, revises) for row, revises, _ in b.rows], now)
-        for (row, _, body), written in zip(b.rows, results, strict=True):
+        results = tables.add_messages(w, self.config.owner, [(p.row, p.revises) for p in b.rows], now)
+        for p, written in zip(b.rows, results, strict=True):
             if written is None:
                 continue
-            doc = document(written[0], row, body)
-            if doc is not None:
+            doc = document(written[0], p)
+            if doc is not None and p.ahead is not None:
                 docs.append(doc)
+                known.append(p.ahead)
             added += written[1]
             revised += not written[1]
-        SearchEngine.index_many(w, docs)
+        SearchEngine.index_many(w, docs, known)
         problem = next((f"{p.reason}: {p.detail}" for p in b.result.problems if p.reason not in QUIET), None)
         counters = b.counters | {"pending": b.result.more}
         owner, path, cursor = self.config.owner, str(f.path), b.result.cursor.to_json()

@@ -10,8 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from threadloom.errors import InvalidInput
-from threadloom.ingest.convert import _body as body_of  # the one rule of a message's search text
-from threadloom.ingest.convert import document
+from threadloom.ingest.convert import Prepared, document, search_text
 from threadloom.portable import format as f
 from threadloom.portable.memories import fenced
 from threadloom.portable.registry import Context
@@ -92,7 +91,7 @@ class Transcripts:
                 ":tools, :at, :cwd, :project, :model, :format, :path, :offset, :now)",
                 {**m.__dict__, "o": ctx.user, "now": ctx.now},
             )
-            doc = document(row_id, m, body_of(m.text, tools))
+            doc = document(row_id, Prepared.with_body(m, False, search_text(m.text, tools)))
             if doc is not None:
                 docs.append(doc)
         if w is not None and docs:

@@ -22,7 +22,7 @@ from threadloom.search.fusion import FusionWeights, bm25_ceiling, dense_scale, f
 from threadloom.search.model import MAX_LIMIT, Document, Filters, Hit, SearchResult
 from threadloom.search.query import MAX_QUERY_CHARS, analyse, name_forms, without_names
 from threadloom.search.vector_index import DenseIndex, Prefetched
-from threadloom.store import document_vectors, documents, postgres_search
+from threadloom.store import document_batch, document_vectors, documents, postgres_search
 from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Store, Writer
 
@@ -70,11 +70,14 @@ class SearchEngine:
         return documents.upsert(w, doc, now_ms())
 
     @staticmethod
-    def index_many(w: Writer, docs: Sequence[Document]) -> list[int]:
-        """`index` for a batch (transcript ingest): term frequencies counted once per distinct stem."""
+    def index_many(
+        w: Writer, docs: Sequence[Document], ahead: Sequence[document_batch.Ahead] | None = None
+    ) -> list[int]:
+        """`index` for a batch (transcript ingest): term frequencies counted once per distinct stem; `ahead`
+        is each document's `document_batch.Ahead.of` its title and body, worked out before the transaction."""
         now = now_ms()
         with term_stats.batched(w):
-            return documents.upsert_many(w, docs, now)
+            return documents.upsert_many(w, docs, now, ahead)
 
     @staticmethod
     def remove(w: Writer, kind: str, ref: str) -> bool:

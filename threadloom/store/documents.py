@@ -10,7 +10,6 @@ can never outlive or silently mismatch its row.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -19,6 +18,7 @@ from threadloom.search.model import Document, Filters
 from threadloom.store import postgres_search
 from threadloom.store import terms as term_stats
 from threadloom.store.base import Reader, Row, Writer
+from threadloom.store.document_batch import Ahead, insert_new, text_hash
 from threadloom.store.sql import placeholders
 from threadloom.store.visibility import memory_scope_sql, shared_documents_sql
 
@@ -30,7 +30,7 @@ _COLUMNS = "d.id, d.kind, d.ref, d.project, d.thread, d.source, d.status, d.body
 
 
 def content_hash(doc: Document) -> str:
-    return hashlib.blake2b(f"{doc.title}\0{doc.body}".encode(), digest_size=16).hexdigest()
+    return text_hash(doc.title, doc.body)
 
 
 def filter_sql(filters: Filters) -> tuple[str, dict[str, Any]]:
@@ -83,8 +83,9 @@ def upsert(w: Writer, doc: Document, now: int) -> int:
     return upsert_many(w, [doc], now)[0]
 
 
-def upsert_many(w: Writer, docs: Sequence[Document], now: int) -> list[int]:
-    """`upsert` for a batch: held rows looked up in one statement per kind (a key given twice, again)."""
+def upsert_many(w: Writer, docs: Sequence[Document], now: int, ahead: Sequence[Ahead] | None = None) -> list[int]:
+    """`upsert` for a batch: held rows looked up in one statement per kind (a key given twice, again);
+    `ahead`, when given, is each document's `Ahead.of` its title and body."""
     sql = "SELECT id, ref, content_hash, title, body FROM documents WHERE kind = :k AND ref IN (SELECT value "
     held: dict[tuple[str, str], Row] = {}
     for kind in {d.kind for d in docs}:
@@ -107,36 +108,9 @@ def upsert_many(w: Writer, docs: Sequence[Document], now: int) -> list[int]:
         (later if key in held or key in seen else fresh).append(n)
         seen.add(key)
     found: list[int] = [0] * len(docs)
-    first = int(w.scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM documents"))
-    rows, entries = [], []
-    for offset, n in enumerate(fresh):
-        doc, doc_id = docs[n], first + offset
+    known = None if ahead is None else [ahead[n] for n in fresh]
+    for n, doc_id in zip(fresh, insert_new(w, [docs[n] for n in fresh], now, known), strict=True):
         found[n] = doc_id
-        term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
-        rows.append(
-            (
-                doc_id,
-                doc.kind,
-                doc.ref,
-                doc.project,
-                doc.thread,
-                doc.source,
-                doc.status,
-                doc.title,
-                doc.body,
-                content_hash(doc),
-                doc.occurred_at,
-                now,
-                now,
-            )
-        )
-        entries.append((doc_id, doc.title, doc.body))
-    w.execute_many(
-        "INSERT INTO documents (id, kind, ref, project, thread, source, status, title, body, content_hash, "
-        "occurred_at, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
-    w.execute_many("INSERT INTO documents_fts (rowid, title, body) VALUES (?, ?, ?)", entries)
     for n in later:  # held, or met earlier in the batch: the row as it stands now
         doc = docs[n]
         current = w.one(

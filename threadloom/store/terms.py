@@ -26,7 +26,7 @@ TOKENIZER_ARGS: Final = ["unicode61", "remove_diacritics", "2"]  # as documents_
 TOTAL: Final = ""  # the row holding the number of documents (no stem is empty)
 _lock = threading.Lock()
 _tokenizer: apsw.FTS5Tokenizer | None = None
-_BATCH: ContextVar[list[tuple[str, int]] | None] = ContextVar("threadloom_term_batch", default=None)
+_BATCH: ContextVar[list[tuple[str | frozenset[str], int]] | None] = ContextVar("threadloom_term_batch", default=None)
 
 
 def stems(text: str) -> list[str]:
@@ -41,8 +41,14 @@ def stems(text: str) -> list[str]:
     return [token for token in cast(list[str], tokens) if token]  # without offsets or synonyms: strings
 
 
-def count(w: Writer, text: str, delta: int) -> None:
-    """Add (delta 1) or take away (-1) one document with this text (at the end of `batched`, inside one)."""
+def distinct(text: str) -> frozenset[str]:
+    """The distinct terms a document with this text counts for (computable ahead of its write)."""
+    return frozenset(stems(text)) | {TOTAL}
+
+
+def count(w: Writer, text: str | frozenset[str], delta: int) -> None:
+    """Add (delta 1) or take away (-1) one document with this text, or with these `distinct` terms (at the
+    end of `batched`, inside one)."""
     pending = _BATCH.get()
     if pending is not None:
         pending.append((text, delta))
@@ -53,7 +59,7 @@ def count(w: Writer, text: str, delta: int) -> None:
 @contextmanager
 def batched(w: Writer) -> Iterator[None]:
     """Count the documents written inside once, when it ends without an error (same transaction)."""
-    pending: list[tuple[str, int]] = []
+    pending: list[tuple[str | frozenset[str], int]] = []
     token = _BATCH.set(pending)
     try:
         yield
@@ -62,18 +68,18 @@ def batched(w: Writer) -> Iterator[None]:
     count_many(w, pending)
 
 
-def count_many(w: Writer, changes: Sequence[tuple[str, int]]) -> None:
+def count_many(w: Writer, changes: Sequence[tuple[str | frozenset[str], int]]) -> None:
     """`count` for many documents at once, in one statement (a batch of transcript turns shares most of
     its words, and one upsert per stem cost more than the batch's full-text indexing)."""
     deltas: Counter[str] = Counter()
     for text, delta in changes:
-        distinct = {*stems(text), TOTAL}
+        terms = distinct(text) if isinstance(text, str) else text
         if delta == 1:
-            deltas.update(distinct)  # counted in C
+            deltas.update(terms)  # counted in C
         elif delta == -1:
-            deltas.subtract(distinct)
+            deltas.subtract(terms)
         else:
-            deltas.update(dict.fromkeys(distinct, delta))
+            deltas.update(dict.fromkeys(terms, delta))
     changed = {stem: delta for stem, delta in deltas.items() if delta}
     if changed:  # one statement however many stems (`WHERE true`: SQLite's upsert-from-select rule)
         w.execute(
