@@ -81,7 +81,15 @@ def test_compaction_beside_a_writing_process_loses_and_refuses_nothing_and_shrin
     }
     assert set(acked) <= written  # every acknowledged write is there
     assert report["index_steps"] >= 1 and report["space_steps"] >= 1 and report["pages_freed"] > 0
-    assert report["after"]["file_bytes"] < report["before"]["file_bytes"]
+    # On disk the store is its file and its log (the writer folds the log in every 10,000 pages, so a small
+    # store may live mostly in its log). Fewer bytes once the log is folded; a log the busy writer kept from
+    # being folded is folded by the next pass.
+    def on_disk(sizes: dict[str, int]) -> int:
+        return sizes["file_bytes"] + sizes["wal_bytes"]
+
+    settled = report if report["checkpoint"]["truncated"] else Compaction(store).run()
+    assert settled["checkpoint"]["truncated"], settled["checkpoint"]
+    assert on_disk(settled["after"]) < on_disk(report["before"])
     assert report["after"]["free_bytes"] < report["before"]["free_bytes"]
     assert store.integrity_check() == []
     store.write(lambda w: w.execute("INSERT INTO documents_fts (documents_fts) VALUES ('integrity-check')"))
@@ -92,7 +100,7 @@ def test_compaction_beside_a_writing_process_loses_and_refuses_nothing_and_shrin
     )
     assert hits >= 1
     seen = store.read(lambda r: jobs(r, "ana", now_ms()))
-    assert seen["store.compaction"]["last"]["changed"]["steps"] == report["steps"]
+    assert seen["store.compaction"]["last"]["changed"]["steps"] == settled["steps"]
     assert seen["store.retention"]["last"]["changed"]["deleted"] == 36 * 60
 
 

@@ -70,8 +70,8 @@ def state(db: Path) -> tuple[int, int, int, int]:
         store.close()
 
 
-def test_a_pass_killed_midway_leaves_whole_merges_and_the_next_finishes(tmp_path: Path) -> None:
-    db = tmp_path / "crash.db"
+def _killed_midway(db: Path) -> tuple[int, int, int, int]:
+    """Start a pass on a freshly filled store and kill it once it has merged some pairs; the state after."""
     store = open_store(db)
     store.write(fill)
     store.close()
@@ -81,9 +81,18 @@ def test_a_pass_killed_midway_leaves_whole_merges_and_the_next_finishes(tmp_path
         time.sleep(0.05)
     os.kill(child.pid, signal.SIGKILL)
     child.wait()
-    total, superseded, recorded, edges = state(db)
-    assert total == 2 * PAIRS and superseded == recorded == edges  # each merge whole, or not at all
-    assert superseded < PAIRS, "the pass finished before it was killed: nothing was tested"
+    return state(db)
+
+
+def test_a_pass_killed_midway_leaves_whole_merges_and_the_next_finishes(tmp_path: Path) -> None:
+    # On a busy machine the pass can finish between two looks; then the attempt is repeated on a new store.
+    for attempt in range(5):
+        db = tmp_path / f"crash{attempt}.db"
+        total, superseded, recorded, edges = _killed_midway(db)
+        assert total == 2 * PAIRS and superseded == recorded == edges  # each merge whole, or not at all
+        if superseded < PAIRS:
+            break
+    assert superseded < PAIRS, "every pass finished before it was killed: nothing was tested"
     done = subprocess.run([sys.executable, "-c", RUN, str(db)], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     assert state(db) == (2 * PAIRS, PAIRS, PAIRS, PAIRS)  # the lease was free at once, the rest merged

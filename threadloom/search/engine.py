@@ -159,7 +159,8 @@ class SearchEngine:
                 scored = {"lexical": lexical.result(), **scored}
             weights = {"lexical": tuning.weights.lexical, "dense": tuning.weights.dense}
             scores, why = fuse(scored, weights)
-            if tuning.weights.graph > 0 and scores and _activate_graph(r, scores, why, tuning, filters):
+            graphed = not filters.kinds or "memory" in filters.kinds  # edges join memories alone
+            if tuning.weights.graph > 0 and graphed and scores and _activate_graph(r, scores, why, tuning, filters):
                 signals.append("graph")
             facts |= documents.facts(r, [i for i in scores if i not in facts])
             if windows or named:

@@ -99,7 +99,7 @@ READ_MMAP_BYTES = 1 << 30
 # message keys); 2 MB (the default) let a 100k-message ingest re-read index pages (3,241 -> 3,537 a second).
 WRITE_CACHE_KIB = 65_536
 CHECKPOINT_PAGES = 10_000  # 40 MB of 4 KiB pages
-LOG_KEEP_BYTES = 64 << 20
+LOG_KEEP_BYTES = 4 << 20  # a folded log is cut back to this: a quiet store keeps no 40 MB log
 
 
 class SqliteStore:
