@@ -14,8 +14,12 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import psycopg
 import pytest
 
+from tests import test_multinode as multinode
+from tests.helpers import structured
+from tests.http_server import client, git_repo
 from tests.spawning import FAKE, parent
 from threadloom.clock import now_ms
 from threadloom.coordination import processes
@@ -187,3 +191,58 @@ def test_nodes_racing_for_the_last_slots_admit_exactly_the_cap(postgres_url: str
         assert len(rows) == 2 and all(row["status"] in ("starting", "running", "done") for row in rows)
     finally:
         store.close()
+
+
+def _task(url: str, task_id: str) -> dict[str, Any]:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT status, pid, node FROM tasks WHERE id = %s", (task_id,)).fetchone()
+    assert row is not None
+    return {"status": row[0], "pid": row[1], "node": row[2]}
+
+
+def _lease(url: str, node_id: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute("SELECT expires_at FROM job_leases WHERE name = %s", ("node:" + node_id,)).fetchone()
+    return int(row[0]) if row else 0
+
+
+@pytest.mark.anyio
+async def test_two_serving_nodes_count_each_others_children_and_a_killed_nodes_child_is_lost_after_its_lease(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    repo = git_repo(tmp_path / "repo")
+    settings = {"THREADLOOM_SPAWN_COMMAND": FAKE, "THREADLOOM_SPAWN_MAX_CHILDREN": "2", "THREADLOOM_SPAWN_GRACE_S": "1"}
+    supervisors: list[int] = []
+    try:
+        with (
+            multinode.node(tmp_path / "a", repo, postgres_url, THREADLOOM_NODE="a", **settings) as (a, proc_a),
+            multinode.node(tmp_path / "b", repo, postgres_url, THREADLOOM_NODE="b", **settings) as (b, _),
+        ):
+            async with (
+                client(a, multinode.session("parent-on-a", repo)) as on_a,
+                client(b, multinode.session("parent-on-b", repo)) as on_b,
+            ):
+                mine = structured(await on_a.call_tool("spawn", {"prompt": "sleep 300", "timeout_s": 600}))
+                theirs = structured(await on_b.call_tool("spawn", {"prompt": "sleep 300", "timeout_s": 600}))
+                supervisors += [int(mine["pid"]), int(theirs["pid"])]
+                assert mine["node"].startswith("a@") and theirs["node"].startswith("b@")
+                refused = await on_b.call_tool("spawn", {"prompt": "sleep 0"})
+                assert refused.is_error and structured(refused)["retryable"] is True
+                assert "2 children are running, 1 of them on other nodes" in structured(refused)["error"]
+                # a liveness sweep of B's (it beats B's lease, which has a task) finds A's child running
+                beaten = _lease(postgres_url, theirs["node"])
+                await multinode.wait_until(lambda: _lease(postgres_url, theirs["node"]) > beaten)
+                assert _task(postgres_url, mine["id"])["status"] == "running"
+            os.kill(proc_a.pid, signal.SIGKILL)  # node A dies: nobody beats its lease again
+            proc_a.wait()
+            with psycopg.connect(postgres_url) as conn:  # what 90 s of silence leaves
+                conn.execute(
+                    "UPDATE job_leases SET expires_at = %s WHERE name = %s", (now_ms(), "node:" + mine["node"])
+                )
+            await multinode.wait_until(lambda: _task(postgres_url, mine["id"])["status"] == "lost")
+            assert processes.running(int(mine["pid"]), None)  # B killed nothing: A's child runs on
+            assert _task(postgres_url, theirs["id"])["status"] == "running"
+    finally:
+        for pid in supervisors:
+            if processes.running(pid, None):
+                os.kill(pid, signal.SIGTERM)
