@@ -71,7 +71,10 @@ M015_TOOL_REQUESTS_SQL = """
 """
 
 # Which node started a task (jobs.node_id: a server's machine, or its THREADLOOM_NODE name there). Only that node
-# judges the task by its pids; any other, by the node's lease. NULL: a task from before nodes were recorded.
+# judges the task by its pids; any other, by the node's lease. A session's agent pid is the same: it names a
+# process on the machine recorded beside it (a hook links to a session by its pid on that machine alone).
+# NULL: a row from before they were recorded.
 M032_TASK_NODES_SQL = """
     ALTER TABLE tasks ADD COLUMN node TEXT;
+    ALTER TABLE sessions ADD COLUMN machine TEXT;
 """
