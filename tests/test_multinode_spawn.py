@@ -99,6 +99,7 @@ def test_another_nodes_live_task_is_not_settled_and_holds_its_slot(node: Node, t
     insert_task(a._store, "t_far", far, free_pid())
     assert b.unsettled() == 0 and b.settle() == 0
     assert status(b, task["id"]) == "running" and status(b, "t_far") == "running"
+    assert b.log_tail("t_far", prov) == "[its log is on node far@0badf00d, which ran it]"
     assert processes.running(supervisor, None)
     # B's admission counts both: a third child is the last one under the cap, a fourth is refused
     third = b.spawn(prov, "sleep 60", timeout_s=120)

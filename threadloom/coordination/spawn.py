@@ -244,9 +244,11 @@ class SpawnService:
         return [dict(row) for row in rows]
 
     def log_tail(self, task_id: str, prov: Provenance, lines: int = 40) -> str:
-        path = Path(self.status(task_id, prov)["log_path"])
+        task = self.status(task_id, prov)
+        path = Path(task["log_path"])
         if not path.exists():
-            return ""
+            elsewhere = task["node"] is not None and task["node"] != self.node
+            return f"[its log is on node {task['node']}, which ran it]" if elsewhere else ""
         with open(path, "rb") as f:
             f.seek(max(0, path.stat().st_size - 64_000))
             text = f.read().decode("utf-8", errors="replace")
