@@ -8,12 +8,13 @@ from pathlib import Path
 from threadloom.coordination.spawn import SpawnConfig, SpawnService
 from threadloom.identity import Provenance
 from threadloom.sessions import SessionInfo, SessionService
+from threadloom.store.base import Store
 from threadloom.store.sqlite import SqliteStore
 
 FAKE = f"{sys.executable} {Path(__file__).parent / 'fake_agent.py'}"
 
 
-def parent(store: SqliteStore, repo: Path) -> Provenance:
+def parent(store: Store, repo: Path) -> Provenance:
     info = SessionInfo(
         id="parent-1", vendor="claude", transport="stdio", project=str(repo), cwd=str(repo), pid=1, user="ana"
     )

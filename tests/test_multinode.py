@@ -26,15 +26,15 @@ TOKEN = "multinode-test-token-0123456789abcdef"
 
 
 @contextmanager
-def node(home: Path, cwd: Path, url: str) -> Iterator[tuple[Served, subprocess.Popen[bytes]]]:
-    """One `serve --http` node of the team on the database at `url`."""
+def node(home: Path, cwd: Path, url: str, **env: str) -> Iterator[tuple[Served, subprocess.Popen[bytes]]]:
+    """One `serve --http` node of the team on the database at `url` (`env`: more settings)."""
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
     log = home / f"node-{port}.log"
     with log.open("wb") as stderr:
         proc = subprocess.Popen(
             [PY, "-m", "threadloom", "serve", "--http", f"127.0.0.1:{port}"],
-            env=env_for(home, THREADLOOM_STORE_URL=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana"),
+            env=env_for(home, THREADLOOM_STORE_URL=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana", **env),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

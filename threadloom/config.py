@@ -122,6 +122,12 @@ class Settings(BaseSettings):
     )
     spawn_daily_cost_usd: float = Field(0.0, ge=0, description="Dollars children may spend in 24 h; 0: no ceiling.")
     spawn_grace_s: float = Field(5.0, ge=0, le=300, description="Seconds between SIGTERM and SIGKILL at a timeout.")
+    node: str = Field(
+        "",
+        max_length=64,
+        pattern=r"^[A-Za-z0-9._-]*$",
+        description="This server's name among several on one database; empty: its machine's (spawned tasks' owner).",
+    )
     maintenance_interval: float = Field(
         600.0, ge=0, description="Seconds between memory maintenance passes in the daemon; 0 turns them off."
     )

@@ -286,6 +286,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
                 daily_tokens=settings.spawn_daily_tokens,
                 daily_cost_usd=settings.spawn_daily_cost_usd,
                 toolset=settings.toolset,
+                node=settings.node,
             ),
         ),
         store_lock_fd=lock_fd,

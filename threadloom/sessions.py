@@ -10,6 +10,7 @@ from threadloom import requests
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
+from threadloom.store import jobs
 from threadloom.store.base import Store, Writer
 
 
@@ -81,15 +82,15 @@ class SessionService:
                     raise InvalidInput(f"THREADLOOM_PARENT_SESSION {info.parent_id} is not a session of this user")
             changed = w.execute(
                 "UPDATE sessions SET vendor = :vendor, client_name = :cname, client_version = :cver, "
-                "transport = :transport, project = :project, cwd = :cwd, pid = :pid, parent_id = :parent_id, "
-                "user = :user, org = :org, last_seen_at = :t, ended_at = NULL WHERE id = :id",
+                "transport = :transport, project = :project, cwd = :cwd, pid = :pid, machine = :machine, "
+                "parent_id = :parent_id, user = :user, org = :org, last_seen_at = :t, ended_at = NULL WHERE id = :id",
                 _params(info, t),
             )
             if not changed:
                 w.execute(
-                    "INSERT INTO sessions (id, vendor, client_name, client_version, transport, project, cwd, "
-                    "pid, origin, parent_id, user, org, started_at, last_seen_at) VALUES (:id, :vendor, :cname, :cver, "
-                    ":transport, :project, :cwd, :pid, :origin, :parent_id, :user, :org, :t, :t)",
+                    "INSERT INTO sessions (id, vendor, client_name, client_version, transport, project, cwd, pid, "
+                    "machine, origin, parent_id, user, org, started_at, last_seen_at) VALUES (:id, :vendor, :cname, "
+                    ":cver, :transport, :project, :cwd, :pid, :machine, :origin, :parent_id, :user, :org, :t, :t)",
                     _params(info, t),
                 )
             record_event(
@@ -131,6 +132,7 @@ def _params(info: SessionInfo, t: int) -> dict[str, Any]:
         "project": info.project,
         "cwd": info.cwd,
         "pid": info.pid,
+        "machine": jobs.node_id() if info.pid is not None else None,  # where the pid names a process
         "parent_id": info.parent_id,
         "origin": info.origin,
         "user": info.user or None,

@@ -5,8 +5,15 @@ transaction, so racing processes cannot both take the last slot.
 
 Each attempt at a task leaves two small records beside its log: `<task>.<n>.run`, written by the
 spawning process (the supervisor's pid and start time, so a recycled pid is never taken for it), and
-`<task>.<n>.exit`, written by the supervisor (supervision.py) when the child has ended. Any process may
-then record a task whose spawning process died: `settle`.
+`<task>.<n>.exit`, written by the supervisor (supervision.py) when the child has ended. Any process of
+the same node may then record a task whose spawning process died: `settle`.
+
+Several nodes on one database (a team server): each task records the node that started it
+(`jobs.node_id`), and only that node judges it by its pids, which mean nothing on another machine. Another
+node's task holds a slot while that node's lease lives (`jobs.beat`, refreshed by its liveness sweep), and
+is recorded lost once the lease has expired. Admission counts every node's tasks, under the store's one
+writer (on PostgreSQL, an advisory lock every write transaction takes), so nodes racing for the last slot
+cannot both take it. The memory budget is this machine's: it counts this node's children alone.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from typing import Any, Final
 from threadloom.clock import now_ms
 from threadloom.coordination import processes
 from threadloom.errors import ThreadloomError
+from threadloom.store import jobs
 from threadloom.store.base import Reader, Writer
 
 DAY_MS: Final = 86_400_000
@@ -49,6 +57,8 @@ class SpawnConfig:
     daily_cost_usd: float = 0.0
     toolset: str = "default"  # the groups a child's threadloom session gets when its parent's are not given
     extra_env: Mapping[str, str] = field(default_factory=dict)
+    node: str = ""  # this server's name among the nodes on one database (THREADLOOM_NODE); see jobs.node_id
+    node_lease_ms: int = jobs.NODE_LEASE_MS
 
 
 @dataclass(frozen=True)
@@ -104,11 +114,13 @@ class Attempt:
 
 @dataclass(frozen=True)
 class Held:
-    """A task holding a slot: its supervisor's pid (None while it starts) and since when it runs."""
+    """A task holding a slot: its supervisor's pid (None while it starts, or on another node), since when it
+    runs, and whether it runs on this node."""
 
     task_id: str
     pid: int | None
     since_ms: int
+    local: bool = True
 
 
 @dataclass(frozen=True)
@@ -121,21 +133,33 @@ class Ended:
     log_path: Path
 
 
-def survey(r: Reader, logs: Path, now: int) -> tuple[list[Held], list[Ended]]:
-    """The unfinished tasks, split into those that still hold a slot and those whose processes have gone
-    (as their supervisors recorded, or lost; an admitted task that never started, lost). Only reads."""
-    held, ended = [], []
+def survey(r: Reader, node: str, now: int) -> tuple[list[Held], list[Ended]]:
+    """The unfinished tasks, split into those that still hold a slot and those whose processes have gone.
+    This node's (and those from before nodes were recorded) by their processes: as their supervisors
+    recorded, or lost; an admitted task that never started, lost. Another node's by its lease (see the
+    module's docstring). Only reads."""
+    held: list[Held] = []
+    ended: list[Ended] = []
+    live: set[str] | None = None
     for row in r.rows(
-        "SELECT id, pid, attempt, started_at, log_path FROM tasks WHERE status IN ('starting', 'running')"
+        "SELECT id, pid, attempt, started_at, log_path, node FROM tasks WHERE status IN ('starting', 'running')"
     ):
         task_id, pid, log_path = str(row["id"]), row["pid"], Path(row["log_path"])
+        if row["node"] is not None and row["node"] != node:
+            live = jobs.live_nodes(r, now) if live is None else live
+            if row["node"] in live:
+                held.append(Held(task_id, None, int(row["started_at"]), local=False))
+            else:
+                ended.append(Ended(task_id, "lost", None, log_path))
+            continue
         if pid is None:
             if now - int(row["started_at"]) <= START_GRACE_MS:
                 held.append(Held(task_id, None, int(row["started_at"])))
             else:
                 ended.append(Ended(task_id, "lost", None, log_path))
             continue
-        attempt = Attempt(logs, task_id, int(row["attempt"]))
+        # its records are beside its log, in the home of the process that started it
+        attempt = Attempt(log_path.parent, task_id, int(row["attempt"]))
         run = attempt.supervisor() or {}
         if run.get("pid") != pid:  # a task from before supervisors: the pid is the child's
             run = {"pid": pid, "start": None, "at": row["started_at"]}
@@ -153,12 +177,17 @@ def survey(r: Reader, logs: Path, now: int) -> tuple[list[Held], list[Ended]]:
     return held, ended
 
 
-def settle(w: Writer, logs: Path, now: int) -> tuple[list[Held], list[Ended]]:
+def settle(w: Writer, node: str, now: int) -> tuple[list[Held], list[Ended]]:
     """Record the tasks whose processes have gone (see `survey`): those that still hold a slot, and those."""
-    held, ended = survey(w, logs, now)
+    held, ended = survey(w, node, now)
     for task in ended:
         finish(w, task.task_id, task.status, task.code, task.log_path, only_running=True)
     return held, ended
+
+
+def unfinished_here(r: Reader, node: str) -> bool:
+    """Whether this node has a task not yet recorded as finished (its lease must be kept alive)."""
+    return r.one("SELECT 1 FROM tasks WHERE node = :n AND status IN ('starting', 'running')", {"n": node}) is not None
 
 
 def finish(w: Writer, task_id: str, status: str, code: int | None, log: Path, only_running: bool = False) -> None:
@@ -173,8 +202,10 @@ def finish(w: Writer, task_id: str, status: str, code: int | None, log: Path, on
 def check(w: Writer, config: SpawnConfig, held: list[Held], now: int) -> None:
     """Refuse (AdmissionRefused, retryable) when one more child would not fit."""
     if len(held) >= config.max_children:
+        elsewhere = sum(not task.local for task in held)
+        on_nodes = f", {elsewhere} of them on other nodes" if elsewhere else ""
         raise AdmissionRefused(
-            f"{len(held)} children are running (THREADLOOM_SPAWN_MAX_CHILDREN={config.max_children})"
+            f"{len(held)} children are running{on_nodes} (THREADLOOM_SPAWN_MAX_CHILDREN={config.max_children})"
         )
     spent = w.one(
         "SELECT COALESCE(sum(tokens), 0) AS tokens, COALESCE(sum(cost_usd), 0) AS cost FROM tasks "
@@ -186,9 +217,10 @@ def check(w: Writer, config: SpawnConfig, held: list[Held], now: int) -> None:
         raise AdmissionRefused(f"children used {spent['tokens']:,} tokens in 24 h (ceiling {config.daily_tokens:,})")
     if config.daily_cost_usd and spent["cost"] >= config.daily_cost_usd:
         raise AdmissionRefused(f"children cost ${spent['cost']:.2f} in 24 h (ceiling ${config.daily_cost_usd:.2f})")
-    if not held:
+    here = [task for task in held if task.local]  # the budget is this machine's memory
+    if not here:
         return  # one child may always run, even one expected to need more than the whole budget
-    measured, reserved = resident(held, config, now)
+    measured, reserved = resident(here, config, now)
     if measured + reserved + config.reserve_mb > config.memory_budget_mb:
         raise AdmissionRefused(
             f"running children hold {measured:.0f} MB and {reserved:.0f} MB more is reserved for those just "

@@ -27,7 +27,8 @@ from threadloom.errors import InvalidInput, NotFound, ThreadloomError
 from threadloom.identity import Provenance
 from threadloom.scrub import SCRUB, Scrubber
 from threadloom.sessions import record_event
-from threadloom.store.base import Store, Writer
+from threadloom.store import jobs
+from threadloom.store.base import Reader, Store, Writer
 
 __all__ = ["AdmissionRefused", "SpawnConfig", "SpawnService"]
 log = logging.getLogger(__name__)
@@ -68,6 +69,7 @@ class SpawnService:
         self._store = store
         self._logs = home / "tasks"
         self.config = config or SpawnConfig()
+        self.node = jobs.node_id(self.config.node)
 
     def spawn(
         self,
@@ -137,29 +139,42 @@ class SpawnService:
     ) -> None:
         def tx(w: Writer) -> None:
             now = now_ms()
-            admission.check(w, self.config, admission.settle(w, self._logs, now)[0], now)
+            admission.check(w, self.config, admission.settle(w, self.node, now)[0], now)
             w.execute(
                 "INSERT INTO tasks (id, parent_session, owner, role, agent, cwd, command, status, timeout_s, "
-                "tournament, log_path, started_at) VALUES (:id, :parent, :owner, :role, :agent, :cwd, :cmd, "
-                "'starting', :timeout, :tournament, :log, :now)",
+                "tournament, log_path, started_at, node) VALUES (:id, :parent, :owner, :role, :agent, :cwd, :cmd, "
+                "'starting', :timeout, :tournament, :log, :now, :node)",
                 {"id": task_id, "parent": prov.session_id, "owner": prov.viewer().user, "role": role, "agent": agent,
                  "cwd": str(cwd), "cmd": self.scrubber.text(shlex.join(argv)), "timeout": timeout_s,
-                 "tournament": tournament, "log": str(log_path), "now": now},
+                 "tournament": tournament, "log": str(log_path), "now": now, "node": self.node},
             )  # fmt: skip
+            jobs.beat(w, self.node, now, self.config.node_lease_ms)
             record_event(w, prov, "task.spawned", {"id": task_id, "role": role, "agent": agent})
 
         self._store.write(tx)
 
     def settle(self) -> int:
-        """Record the tasks whose spawning process died as they ended (see admission.survey); a background
-        job runs it. Only reads when none did. Returns how many it recorded."""
-        if not self._store.read(lambda r: admission.survey(r, self._logs, now_ms())[1]):
+        """Record the tasks whose spawning process died as they ended (see admission.survey), and keep this
+        node's lease alive while it has tasks (other nodes judge them by it); the liveness sweep runs it.
+        Only reads when there is nothing to do. Returns how many tasks it recorded."""
+
+        def look(r: Reader) -> bool:
+            return bool(admission.survey(r, self.node, now_ms())[1]) or admission.unfinished_here(r, self.node)
+
+        if not self._store.read(look):
             return 0
-        return len(self._store.write(lambda w: admission.settle(w, self._logs, now_ms())[1]))
+
+        def tx(w: Writer) -> int:
+            now = now_ms()
+            if admission.unfinished_here(w, self.node):
+                jobs.beat(w, self.node, now, self.config.node_lease_ms)
+            return len(admission.settle(w, self.node, now)[1])
+
+        return self._store.write(tx)
 
     def unsettled(self) -> int:
         """How many tasks `settle` would record now (their processes gone); only reads."""
-        return len(self._store.read(lambda r: admission.survey(r, self._logs, now_ms())[1]))
+        return len(self._store.read(lambda r: admission.survey(r, self.node, now_ms())[1]))
 
     def _start(self, run: _Launch) -> None:
         attempt = Attempt(self._logs, run.task_id, run.attempt)
@@ -229,9 +244,11 @@ class SpawnService:
         return [dict(row) for row in rows]
 
     def log_tail(self, task_id: str, prov: Provenance, lines: int = 40) -> str:
-        path = Path(self.status(task_id, prov)["log_path"])
+        task = self.status(task_id, prov)
+        path = Path(task["log_path"])
         if not path.exists():
-            return ""
+            elsewhere = task["node"] is not None and task["node"] != self.node
+            return f"[its log is on node {task['node']}, which ran it]" if elsewhere else ""
         with open(path, "rb") as f:
             f.seek(max(0, path.stat().st_size - 64_000))
             text = f.read().decode("utf-8", errors="replace")

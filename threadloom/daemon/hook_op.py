@@ -21,6 +21,7 @@ from threadloom.identity import FOREGROUND, Identity, Provenance, detect_vendor,
 from threadloom.runtime import Runtime
 from threadloom.server.connection import forwarded_env
 from threadloom.sessions import SessionInfo
+from threadloom.store import jobs
 from threadloom.store.base import Reader, Row
 from threadloom.store.sql import placeholders
 
@@ -108,8 +109,8 @@ def linked_session(
         keys, params = placeholders("pid", ancestors)
         rows = r.rows(
             f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE user = :u AND ended_at IS NULL AND pid IN ({keys}) "
-            "ORDER BY last_seen_at DESC",
-            {"u": user, **params},
+            "AND (machine IS NULL OR machine = :machine) ORDER BY last_seen_at DESC",  # a pid of this machine's
+            {"u": user, "machine": jobs.node_id(), **params},
         )
         rows = [row for row in rows if vendor == "other" or row["vendor"] in (vendor, "other")]
         if rows:  # the nearest ancestor wins: the agent itself, not the shell it was started from

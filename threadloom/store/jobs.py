@@ -10,11 +10,15 @@ import os
 import secrets
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from threadloom.coordination import processes
 from threadloom.store.base import Reader, Writer
 
+# A node's lease (`beat`): refreshed every liveness sweep (15 s) while the node has tasks; six missed, and
+# other nodes take its tasks for lost. Expired ones are dropped after a day.
+NODE_LEASE_MS: Final = 90_000
+_NODE_LEASES_KEPT_MS: Final = 86_400_000
 _IMAGE = secrets.token_hex(3)  # this program image: a daemon that exec'd a fresh one keeps its pid and start
 
 
@@ -51,6 +55,30 @@ def holder_gone(holder: str) -> bool:
     if int(pid) == os.getpid() and image != _IMAGE:  # this process before it exec'd itself (a guard restart)
         return True
     return not processes.running(int(pid), int(start))
+
+
+def node_id(name: str = "") -> str:
+    """This node among the servers that share one database: this machine's tag (`_machine`), or `name@tag` for
+    a server given a name (THREADLOOM_NODE). Only the node that started a task judges it by its pids."""
+    return f"{name}@{_machine()}" if name else _machine()
+
+
+def beat(w: Writer, node: str, now: int, ttl_ms: int = NODE_LEASE_MS) -> None:
+    """`node` is alive until `now + ttl_ms`: until then, other nodes count its tasks as running."""
+    w.execute(
+        "INSERT INTO job_leases (name, holder, expires_at) VALUES (:n, :h, :e) "
+        "ON CONFLICT (name) DO UPDATE SET holder = :h, expires_at = :e",
+        {"n": "node:" + node, "h": node, "e": now + ttl_ms},
+    )
+    w.execute(
+        "DELETE FROM job_leases WHERE name LIKE 'node:%' AND expires_at < :old", {"old": now - _NODE_LEASES_KEPT_MS}
+    )
+
+
+def live_nodes(r: Reader, now: int) -> set[str]:
+    """The nodes whose lease (`beat`) has not expired."""
+    rows = r.rows("SELECT holder FROM job_leases WHERE name LIKE 'node:%' AND expires_at > :now", {"now": now})
+    return {str(row["holder"]) for row in rows}
 
 
 def acquire(w: Writer, name: str, holder: str, now: int, ttl_ms: int) -> bool:

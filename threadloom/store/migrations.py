@@ -1,8 +1,7 @@
 """Named, recorded, transactional schema migrations.
 
-Each migration runs once, inside its own `BEGIN IMMEDIATE` transaction, and is
-recorded in `schema_migrations` in that same transaction: a crash leaves it
-either wholly applied and recorded, or not at all. Append new migrations to
+Each migration runs once, inside its own `BEGIN IMMEDIATE` transaction, and is recorded in `schema_migrations` in
+that same transaction: a crash leaves it either wholly applied and recorded, or not at all. Append new migrations to
 `MIGRATIONS`; never edit one that has shipped.
 """
 
@@ -18,7 +17,7 @@ from threadloom.store.migrations_consolidate import M028_CONSOLIDATION_SQL
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
 from threadloom.store.migrations_health import M025_PROBES_SQL
 from threadloom.store.migrations_learning import M023_LEARNING_SQL
-from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL
+from threadloom.store.migrations_owners import M014_OWNERS_SQL, M015_TOOL_REQUESTS_SQL, M032_TASK_NODES_SQL
 from threadloom.store.migrations_skills import M024_SKILLS_SQL
 from threadloom.store.migrations_style import M022_STYLE_SQL
 from threadloom.store.migrations_transcripts import M019_TRANSCRIPTS_SQL
@@ -390,6 +389,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m027_concepts", M027_CONCEPTS_SQL),
     Migration("m028_consolidation", M028_CONSOLIDATION_SQL),
     Migration("m030_accounts", M030_ACCOUNTS_SQL),
+    Migration("m032_task_nodes", M032_TASK_NODES_SQL),
 )
 
 BOOTSTRAP_SQL = """

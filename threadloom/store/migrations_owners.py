@@ -1,4 +1,5 @@
-"""SQL of the migrations that give every row a reader could see an owner, and make uniqueness per owner.
+"""SQL of the migrations that give every row a reader could see an owner, and make uniqueness per owner; and
+the node that owns each spawned task (m032).
 
 Kept beside `migrations.py` (which names and orders them) so neither file outgrows the module cap.
 """
@@ -67,4 +68,13 @@ M015_TOOL_REQUESTS_SQL = """
         PRIMARY KEY (owner, tool, key)
     );
     CREATE INDEX tool_requests_created ON tool_requests (created_at);
+"""
+
+# Which node started a task (jobs.node_id: a server's machine, or its THREADLOOM_NODE name there). Only that node
+# judges the task by its pids; any other, by the node's lease. A session's agent pid is the same: it names a
+# process on the machine recorded beside it (a hook links to a session by its pid on that machine alone).
+# NULL: a row from before they were recorded.
+M032_TASK_NODES_SQL = """
+    ALTER TABLE tasks ADD COLUMN node TEXT;
+    ALTER TABLE sessions ADD COLUMN machine TEXT;
 """
