@@ -81,6 +81,7 @@ def test_compaction_beside_a_writing_process_loses_and_refuses_nothing_and_shrin
     }
     assert set(acked) <= written  # every acknowledged write is there
     assert report["index_steps"] >= 1 and report["space_steps"] >= 1 and report["pages_freed"] > 0
+
     # On disk the store is its file and its log (the writer folds the log in every 10,000 pages, so a small
     # store may live mostly in its log). Fewer bytes once the log is folded; a log the busy writer kept from
     # being folded is folded by the next pass.
