@@ -5,6 +5,7 @@ a personal store (no organisation holds its project) has no roles."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,9 @@ from threadloom.errors import InvalidInput, NotPermitted
 from threadloom.identity import Provenance
 from threadloom.memory.model import NewMemory
 from threadloom.memory.service import MemoryService
+from threadloom.portable.export import export_to
+from threadloom.portable.importer import import_from
+from threadloom.scrub import SCRUB
 from threadloom.search.engine import SearchEngine
 from threadloom.store.base import Store
 
@@ -99,3 +103,18 @@ def test_the_reader_role_is_accepted_and_listed(store: Store) -> None:
                                                                        "rita": "reader"}  # fmt: skip
     with pytest.raises(InvalidInput, match="owner, admin, member, reader"):
         accounts.set_member("acme", "bob", "viewer")
+
+
+def test_a_reader_cannot_import_shared_memories_and_nothing_is_written(store: Store, tmp_path: Path) -> None:
+    memories = MemoryService(store, SearchEngine(store))
+    memories.store(NewMemory("acme's deploy window is 9-11", visibility="project"), who("bob"))
+    memories.store(NewMemory("bob's own shortcut list"), who("bob"))
+    export_to(store, "bob", tmp_path / "bob")
+    Accounts(store).set_member("acme", "bob", "reader")
+    count = "SELECT count(*) FROM memories"
+    before = store.read(lambda r: r.scalar(count))
+    with pytest.raises(NotPermitted, match=r"reader of organisation 'acme'.*\(import\)"):
+        import_from(store, "rita", "acme", SCRUB, tmp_path / "bob")
+    assert store.read(lambda r: r.scalar(count)) == before
+    Accounts(store).set_member("acme", "rita", "member")
+    assert import_from(store, "rita", "acme", SCRUB, tmp_path / "bob").counts["memories_added"] == 2
