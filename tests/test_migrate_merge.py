@@ -143,3 +143,13 @@ def test_two_laptops_move_into_one_team_database(tmp_path: Path, postgres_url: s
         assert cli(home, "migrate", "--to", postgres_url).returncode == 0
     again = snapshot(postgres_url)
     assert again == merged | {"events": merged["events"] + 1}
+
+    grown = open_store(a_db)  # alice's laptop went on working after carol moved in
+    try:
+        alice = Provenance(session_id="s-alice", vendor="claude", project="p", user="alice")
+        grown.write(lambda w: record_event(w, alice, "memory.stored", {}, bookkeeping=True))
+    finally:
+        grown.close()
+    refused = cli(alice_home, "migrate", "--to", postgres_url)
+    assert refused.returncode == 2 and "has grown since it moved into" in refused.stderr, refused.stderr
+    assert "events" in refused.stderr and snapshot(postgres_url) == again

@@ -50,6 +50,7 @@ SKIPPED_PREFIXES = ("documents_fts", "sqlite_")
 OCCUPIED_BY = ("memories", "documents", "events", "signals", "thread_notes", "sessions")
 PROGRESS = "migrate.copy:"
 MARK = "migrate.source:"
+EXTENT = "migrate.extent:"  # a source's largest id per table when it last moved in alone, or first beside others
 
 Refs = dict[str, tuple[str, str]]  # column -> (parent table, parent column)
 Progress = Callable[[str, int, int], None]  # (table, rows copied so far, rows in the table)
@@ -254,6 +255,9 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     report.again, occupied = check_target(target, mark)
     offsets = _offsets(source, target, sid, fresh=not report.again) if occupied or report.again else {}
     shifted = any(offsets.values())
+    others = _check_extents(source, target, sid)
+    beside = shifted or others  # another store's rows are here: never overwrite one
+    progress_of = f"{PROGRESS}{sid}:"
     target.write(
         lambda w: w.execute(
             "INSERT INTO job_cursors (name, position) VALUES (:n, 0) ON CONFLICT (name) DO NOTHING", {"n": mark}
@@ -262,7 +266,7 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     started = {
         str(row["name"]): int(row["position"])
         for row in target.read(
-            lambda r: r.rows("SELECT name, position FROM job_cursors WHERE name LIKE 'migrate.copy:%'")
+            lambda r: r.rows("SELECT name, position FROM job_cursors WHERE name LIKE :p", {"p": progress_of + "%"})
         )
     }
     report.resumed = bool(started)
@@ -272,7 +276,7 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
         refs = source.read(lambda r, t=table.name: transfer_ids.declared(r, t))  # type: ignore[misc]
         shift = transfer_ids.shifter(table.name, table.columns, {c: p for c, (p, _) in refs.items()}, offsets)
         total = int(source.read(partial(_count, table)))
-        position, copied = started.get(PROGRESS + table.name, 0), 0
+        position, copied = started.get(progress_of + table.name, 0), 0
         while True:
             batch, after = source.read(partial(_batch, table=table, after=position))
             if not batch:
@@ -282,13 +286,13 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
             def land(
                 w: Writer, t: Table = table, b: list[tuple[Any, ...]] = batch, a: int = after, p: Refs = refs
             ) -> None:
-                b = _kept(w, t, b, p) if shifted else b
+                b = _kept(w, t, b, p) if beside else b
                 if b:
-                    _land(w, t, b, shifted)
+                    _land(w, t, b, beside)
                 w.execute(
                     "INSERT INTO job_cursors (name, position) VALUES (:n, :p) "
                     "ON CONFLICT (name) DO UPDATE SET position = :p",
-                    {"n": PROGRESS + t.name, "p": a},
+                    {"n": progress_of + t.name, "p": a},
                 )
 
             target.write(land)
@@ -301,8 +305,40 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
         _reset_identities(w)
         if w.scalar("SELECT count(*) FROM job_cursors WHERE name LIKE 'migrate.source:%'") > 1:
             _recount_terms(w)
-        w.execute("DELETE FROM job_cursors WHERE name LIKE 'migrate.copy:%'")
+        w.execute("DELETE FROM job_cursors WHERE name LIKE :p", {"p": progress_of + "%"})
         w.execute("UPDATE job_cursors SET position = 1 WHERE name = :n", {"n": mark})
+        upsert = "DO NOTHING" if others else "DO UPDATE SET position = excluded.position"
+        for name, largest in extents.items():  # how far its ids went, for `_check_extents`
+            w.execute(f"INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) {upsert}",
+                      {"n": f"{EXTENT}{sid}:{name}", "p": largest})  # fmt: skip
 
+    extents = source.read(partial(_largest_ids, tables=source.read(transfer_ids.identity_tables)))
     target.write(finish)
     return report
+
+
+def _largest_ids(r: Reader, tables: list[str]) -> dict[str, int]:
+    return {t: int(r.scalar(f"SELECT COALESCE(max(id), 0) FROM {_quoted(t)}")) for t in tables}
+
+
+def _check_extents(source: Store, target: Store, sid: str) -> bool:
+    """Whether another store was moved into the target too; if so, refuse this one when it has grown since it
+    moved in: its new rows' ids were never reserved, and would meet the other store's."""
+    prefix = f"{EXTENT}{sid}:"
+    found = target.read(lambda r: (
+        r.scalar("SELECT count(*) FROM job_cursors WHERE name LIKE 'migrate.source:%' AND name <> :m",
+                 {"m": MARK + sid}),
+        {str(row["name"]).removeprefix(prefix): int(row["position"])
+         for row in r.rows("SELECT name, position FROM job_cursors WHERE name LIKE :p", {"p": prefix + "%"})},
+    ))  # fmt: skip
+    others, extents = int(found[0]), found[1]
+    if others and extents:
+        now = source.read(partial(_largest_ids, tables=list(extents)))
+        grown = sorted(t for t, largest in now.items() if largest > extents[t])
+        if grown:
+            raise StoreError(
+                f"this store has grown since it moved into {target.location} ({', '.join(grown)}), and another "
+                "store moved in since: its new rows would take ids that are not its own. Move what is new with "
+                "threadloom export and threadloom import instead"
+            )
+    return others > 0
