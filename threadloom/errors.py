@@ -23,6 +23,10 @@ class NotFound(InvalidInput):
     """The caller named something that does not exist (or that they may not see)."""
 
 
+class NotPermitted(InvalidInput):
+    """The caller may see this but their role may not change it (a reader of an organisation's project)."""
+
+
 class StoreBusy(ThreadloomError):
     """The store stayed locked by another writer past the retry budget; safe to retry."""
 

@@ -7,8 +7,8 @@ from typing import Final, Literal
 
 from threadloom.errors import InvalidInput
 
-Role = Literal["owner", "admin", "member"]
-ROLES: Final[tuple[Role, ...]] = ("owner", "admin", "member")
+Role = Literal["owner", "admin", "member", "reader"]
+ROLES: Final[tuple[Role, ...]] = ("owner", "admin", "member", "reader")  # what each may do: store/roles.py
 
 
 class Unauthenticated(InvalidInput):

@@ -26,7 +26,9 @@ T = TypeVar("T")
 admin_app = typer.Typer(help="A team server's users, organisations, projects and access tokens.", no_args_is_help=True)
 user_cmd = typer.Typer(help="Accounts: add, list, remove.", no_args_is_help=True)
 org_cmd = typer.Typer(help="Organisations and their members.", no_args_is_help=True)
-member_cmd = typer.Typer(help="An organisation's members and their roles (owner, admin, member).", no_args_is_help=True)
+member_cmd = typer.Typer(
+    help="An organisation's members and their roles (owner, admin, member, reader).", no_args_is_help=True
+)
 project_cmd = typer.Typer(help="Which organisation a project belongs to.", no_args_is_help=True)
 token_cmd = typer.Typer(help="Per-user access tokens for serve --http --accounts.", no_args_is_help=True)
 admin_app.add_typer(user_cmd, name="user")
@@ -108,7 +110,9 @@ def org_list(as_json: AsJson = False) -> None:
 def member_add(
     org: str,
     user: str,
-    role: Annotated[str, typer.Option("--role", help="owner, admin or member.")] = "member",
+    role: Annotated[
+        str, typer.Option("--role", help="owner, admin, member or reader (reads shared items, writes none).")
+    ] = "member",
 ) -> None:
     """Add a user to an organisation, or change their role there."""
     m = _with(lambda a: a.set_member(org, user, role))

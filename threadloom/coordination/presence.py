@@ -13,7 +13,7 @@ from threadloom.identity import Provenance
 from threadloom.sessions import record_event
 from threadloom.store.base import Store, Writer
 from threadloom.store.sql import placeholders
-from threadloom.store.visibility import session_seen_sql, visibility_sql
+from threadloom.store.visibility import project_member_sql, session_seen_sql, signal_seen_sql, visibility_sql
 
 HEARTBEAT_S: Final = 60.0  # a serving process touches each of its connected sessions this often
 # Present: not ended and heard from within three heartbeats (and half of one more, for a busy store or a
@@ -44,9 +44,12 @@ class PresenceService:
                 {"id": me},
             )
         )
+        readable, params = readable_signals_sql(prov)
         unread = self._store.read(
             lambda r: r.scalar(
-                "SELECT count(*) FROM signal_deliveries WHERE recipient = :me AND read_at IS NULL", {"me": me}
+                "SELECT count(*) FROM signal_deliveries d JOIN signals s ON s.id = d.signal_id "
+                f"WHERE d.recipient = :me AND d.read_at IS NULL AND {readable}",
+                params | {"me": me},
             )
         )
         return {"session": row, "unread_signals": int(unread)}
@@ -78,9 +81,11 @@ class PresenceService:
         viewer = prov.viewer()
         seen_session, session_params = session_seen_sql(viewer)
         seen_memory, memory_params = visibility_sql(viewer)
-        # Another user's events: their thread work in this project, and memories shared with the caller.
+        # Another user's events: their thread work in this project, and memories shared with the caller. Anyone's,
+        # the caller's own included, only from projects the caller may see now (an organisation's, as its member).
         shown = (
-            f"EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND {seen_session}) "
+            f"{project_member_sql('e.project', ':s_user')} "
+            f"AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND {seen_session}) "
             "AND (EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND s.user = :s_user) "
             "OR e.kind LIKE 'thread.%' OR (e.kind LIKE 'memory.%' AND EXISTS (SELECT 1 FROM memories m WHERE "
             f"m.id = COALESCE(json_extract(e.detail, '$.id'), json_extract(e.detail, '$.new')) AND {seen_memory})))"
@@ -155,6 +160,11 @@ class PresenceService:
             return resumed
 
         return self._store.write(tx)
+
+
+def readable_signals_sql(prov: Provenance, alias: str = "s") -> tuple[str, dict[str, Any]]:
+    """`signal_seen_sql` for the caller; a session of no user belongs to no organisation and keeps its inbox."""
+    return signal_seen_sql(prov.viewer(), alias) if prov.user else ("1 = 1", {})
 
 
 def _lifecycle(row: Any) -> Provenance:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from threadloom.clock import now_ms
-from threadloom.coordination.presence import LIVENESS_MS
+from threadloom.coordination.presence import LIVENESS_MS, readable_signals_sql
 from threadloom.coordination.waiting import CHANNEL
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
@@ -101,12 +101,13 @@ class SignalService:
         _check_body(answer)
         answer = self.scrubber.text(answer)
         me = _me(prov)
+        readable, params = readable_signals_sql(prov)
 
         def tx(w: Writer) -> Sent:
             row = w.one(
                 "SELECT s.sender, s.task FROM signals s JOIN signal_deliveries d ON d.signal_id = s.id "
-                "AND d.recipient = :me WHERE s.id = :id AND s.kind = 'ask'",
-                {"id": ask_id, "me": me},
+                f"AND d.recipient = :me WHERE s.id = :id AND s.kind = 'ask' AND {readable}",
+                params | {"id": ask_id, "me": me},
             )
             if row is None:  # the same answer whether it does not exist or was asked of someone else
                 raise NotFound(f"no question {ask_id} was asked of this session")
@@ -119,11 +120,13 @@ class SignalService:
         """The answer to a question this session asked, if it has come. It stays unread until acknowledged
         (see `inbox`), so a reply lost on its way to the agent is not lost."""
         me = _me(prov)
+        readable, params = readable_signals_sql(prov)
         row = self._store.read(
             lambda r: r.one(
                 "SELECT s.id, s.sender, s.body, s.created_at FROM signals s JOIN signal_deliveries d "
-                "ON d.signal_id = s.id AND d.recipient = :me WHERE s.reply_to = :ask ORDER BY s.id LIMIT 1",
-                {"me": me, "ask": ask_id},
+                f"ON d.signal_id = s.id AND d.recipient = :me WHERE s.reply_to = :ask AND {readable} "
+                "ORDER BY s.id LIMIT 1",
+                params | {"me": me, "ask": ask_id},
             )
         )
         return dict(row) if row else None
@@ -141,6 +144,7 @@ class SignalService:
         ids; `ack_upto`: everything up to that id), so a crash between the reply and the agent loses none."""
         me = _me(prov)
         acking = bool(ack) or ack_upto is not None
+        readable = readable_signals_sql(prov)
 
         def tx(w: Writer) -> dict[str, Any]:
             if acking:
@@ -150,20 +154,24 @@ class SignalService:
                     "(signal_id <= :upto OR signal_id IN (SELECT CAST(value AS INTEGER) FROM json_each(:ids)))",
                     {"now": now_ms(), "me": me, "upto": ack_upto if ack_upto is not None else -1, "ids": ids},
                 )
-            unread = _list(w, me, "d.read_at IS NULL", limit)
-            older = _list(w, me, "d.read_at IS NOT NULL", limit) if include_read else []
-            left = int(w.scalar("SELECT count(*) FROM signal_deliveries WHERE recipient = :me AND read_at IS NULL",
-                                {"me": me}))  # fmt: skip
+            unread = _list(w, me, "d.read_at IS NULL", limit, readable)
+            older = _list(w, me, "d.read_at IS NOT NULL", limit, readable) if include_read else []
+            left = int(w.scalar("SELECT count(*) FROM signal_deliveries d JOIN signals s ON s.id = d.signal_id "
+                                f"WHERE d.recipient = :me AND d.read_at IS NULL AND {readable[0]}",
+                                readable[1] | {"me": me}))  # fmt: skip
             return {"unread": unread, "read": older, "unread_left": left - len(unread)}
 
         return self._store.write(tx) if acking else self._store.read(tx)  # type: ignore[arg-type]
 
     def unread_count(self, prov: Provenance) -> int:
         me = _me(prov)
+        readable, params = readable_signals_sql(prov)
         return int(
             self._store.read(
                 lambda r: r.scalar(
-                    "SELECT count(*) FROM signal_deliveries WHERE recipient = :me AND read_at IS NULL", {"me": me}
+                    "SELECT count(*) FROM signal_deliveries d JOIN signals s ON s.id = d.signal_id "
+                    f"WHERE d.recipient = :me AND d.read_at IS NULL AND {readable}",
+                    params | {"me": me},
                 )
             )
         )
@@ -247,11 +255,11 @@ def _send(
     return Sent(signal_id, tuple(recipients))
 
 
-def _list(r: Reader, me: str, condition: str, limit: int) -> list[dict[str, Any]]:
+def _list(r: Reader, me: str, condition: str, limit: int, readable: tuple[str, dict[str, Any]]) -> list[dict[str, Any]]:
     rows = r.rows(
         "SELECT s.id, s.sender, s.kind, s.scope, s.body, s.reply_to, s.task, s.created_at, d.read_at "
         f"FROM signal_deliveries d JOIN signals s ON s.id = d.signal_id WHERE d.recipient = :me AND {condition} "
-        "ORDER BY s.id LIMIT :limit",
-        {"me": me, "limit": limit},
+        f"AND {readable[0]} ORDER BY s.id LIMIT :limit",
+        readable[1] | {"me": me, "limit": limit},
     )
     return [dict(row) for row in rows]

@@ -38,7 +38,7 @@ from threadloom.scrub import SCRUB, Scrubber
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Filters, MemoryScope, Viewer
 from threadloom.sessions import record_event
-from threadloom.store import document_vectors, documents, memories
+from threadloom.store import document_vectors, documents, memories, roles
 from threadloom.store.base import Reader, Store, Writer
 
 
@@ -118,6 +118,7 @@ class MemoryService:
             if core_key is not None and memories.by_core_key(w, viewer.user, prov.project, core_key) is not None:
                 raise InvalidInput(f"you already have core key {core_key!r} in this project; amend that memory instead")
             values = self._row(memory_id, new, prov, digest, now, core_key, core_priority)
+            roles.require_shared_write(w, viewer.user, new.visibility, prov.project, values["org"], "store")
             memories.insert(w, values)
             memory = memories.get(w, memory_id)
             assert memory is not None
@@ -248,6 +249,7 @@ class MemoryService:
             current = memories.get(w, memory_id)
             if current is None or current.superseded_by:
                 raise InvalidInput(f"{memory_id} changed meanwhile; look it up again")
+            roles.require_write_of(w, prov.user, (current,), "amend")
             edge = Edge(replacement.id, memory_id, "supersedes", 1.0, "explicit", now, reason)
             if not memories.has_edge(w, edge.source, edge.target, edge.type):
                 memories.insert_edge(w, edge, prov.session_id)
@@ -286,7 +288,7 @@ class MemoryService:
         now = now_ms()
 
         def tx(w: Writer) -> Edge:
-            self._require_in(w, (source, target), viewer)
+            roles.require_write_of(w, viewer.user, self._require_in(w, (source, target), viewer), "link")
             edge = Edge(source, target, requested.type, 1.0, "explicit", now, reason)
             if memories.has_edge(w, edge.source, edge.target, edge.type):
                 raise InvalidInput(f"{source} --{edge_type}--> {target} already exists")
@@ -325,6 +327,7 @@ class MemoryService:
             self._require_in(w, (memory_id,), viewer)
             memories.update(w, memory_id, **changes)
             memory = self._rescore(w, memory_id, now)
+            roles.require_write_of(w, viewer.user, (memory,), event)  # as it is now: promotions widen
             record_event(w, prov, event, {"id": memory_id} | {k: v for k, v in changes.items() if k != "content"})
             return memory
 
@@ -332,9 +335,10 @@ class MemoryService:
 
     def delete(self, memory_id: str, prov: Provenance) -> dict[str, Any]:
         """Delete a memory and its edges for good (no archive); only its owner may."""
-        self.owned(check_id(memory_id), prov, "delete")
+        memory = self.owned(check_id(memory_id), prov, "delete")
 
         def tx(w: Writer) -> dict[str, Any]:
+            roles.require_write_of(w, prov.user, (memory,), "delete")
             edges = memories.edges_touching(w, [memory_id])
             neighbours = {e.source for e in edges} | {e.target for e in edges}
             w.execute(
@@ -358,11 +362,11 @@ class MemoryService:
     def _require(self, ids: tuple[str, ...], viewer: Viewer) -> None:
         self._store.read(lambda r: self._require_in(r, ids, viewer))
 
-    def _require_in(self, r: Reader, ids: tuple[str, ...], viewer: Viewer) -> None:
+    def _require_in(self, r: Reader, ids: tuple[str, ...], viewer: Viewer) -> list[Memory]:
         found = memories.get_many(r, list(ids), viewer)
-        for mid in ids:
-            if mid not in found:
-                raise NotFound(f"no memory {mid}; nothing was written")
+        if missing := [mid for mid in ids if mid not in found]:
+            raise NotFound(f"no memory {missing[0]}; nothing was written")
+        return [found[mid] for mid in ids]
 
     def get(self, memory_id: str, prov: Provenance) -> Memory:
         """A memory the caller may see; any other id is "no memory", whether or not it exists."""

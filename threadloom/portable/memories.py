@@ -32,6 +32,7 @@ from threadloom.portable.registry import Context
 from threadloom.search.engine import SearchEngine
 from threadloom.store import memories
 from threadloom.store.base import Reader, Row, Writer
+from threadloom.store.roles import require_shared_write
 
 _BATCH = 1000
 _ID_RE = re.compile(r"^m_[0-9a-f]{16}$")  # memory/model.py's shape; another id is remade here
@@ -164,6 +165,7 @@ class Memories:
                 raise InvalidInput(f"{item.where}: memory id {rec['id']} appears twice in the file")
             seen.add(rec["id"])
             values = self._values(ctx, rec)
+            require_shared_write(r, ctx.user, values["visibility"], values["project"], values["org"], "import")
             key = (values["project"] or "", values["content_hash"])
             local = planned.get(key) or r.scalar(
                 "SELECT id FROM memories WHERE owner = :o AND COALESCE(project, '') = :p AND content_hash = :h",

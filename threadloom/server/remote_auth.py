@@ -41,11 +41,12 @@ def remote_token(url: str, env: Mapping[str, str]) -> str:
     try:
         import keyring  # type: ignore[import-not-found, unused-ignore]
     except ImportError:
-        keyring = None
-    stored = keyring.get_password(KEYRING_SERVICE, url) if keyring is not None else None
+        stored, installed = None, False
+    else:
+        stored, installed = keyring.get_password(KEYRING_SERVICE, url), True
     if stored:
         return str(stored).strip()
-    where = f" or the OS keyring (service {KEYRING_SERVICE!r}, user {url!r})" if keyring is not None else ""
+    where = f" or the OS keyring (service {KEYRING_SERVICE!r}, user {url!r})" if installed else ""
     raise ConfigError(f"no token for {url}: set {TOKEN_ENV}{where} (threadloom admin token create on the server)")
 
 

@@ -45,3 +45,19 @@ M030_ACCOUNTS_SQL: Final = """
     );
     CREATE INDEX account_tokens_account ON account_tokens (account);
 """
+
+# m031: a read-only role. SQLite cannot change a CHECK constraint in place, so the table is rebuilt (nothing
+# references org_members); PostgreSQL runs the same statements.
+M031_READER_ROLE_SQL: Final = """
+    CREATE TABLE org_members_v2 (
+        org TEXT NOT NULL REFERENCES organisations (name),
+        account TEXT NOT NULL REFERENCES accounts (name),
+        role TEXT NOT NULL CHECK (role IN ('owner', 'admin', 'member', 'reader')),
+        added_at BIGINT NOT NULL,
+        PRIMARY KEY (org, account)
+    );
+    INSERT INTO org_members_v2 (org, account, role, added_at) SELECT org, account, role, added_at FROM org_members;
+    DROP TABLE org_members;
+    ALTER TABLE org_members_v2 RENAME TO org_members;
+    CREATE INDEX org_members_account ON org_members (account);
+"""

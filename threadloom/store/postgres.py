@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -70,6 +71,10 @@ class _BoolDumper(Dumper):
         return b"1" if obj else b"0"
 
 
+# An INSERT naming the `id` column among its columns (identity columns are all named `id` here).
+_EXPLICIT_ID = re.compile(r"\s*INSERT\s+(?:OR\s+\w+\s+)?INTO\s+\"?(\w+)\"?\s*\((?:[^)]*,)?\s*id\s*[,)]", re.I)
+
+
 class _Cursor:
     """Reader and Writer over one psycopg connection inside a transaction."""
 
@@ -81,7 +86,23 @@ class _Cursor:
     def _run(self, sql: str, params: Params, *, dicts: bool) -> psycopg.Cursor[Any]:
         cur = self._conn.cursor(row_factory=dict_row) if dicts else self._conn.cursor()
         cur.execute(translate(sql), dict(params or {}))
+        if (named := _EXPLICIT_ID.match(sql)) is not None:
+            self._advance_identity(named.group(1))
         return cur
+
+    def _advance_identity(self, table: str) -> None:
+        """An INSERT that gave `id` itself (an import, a copy, a restore) leaves the identity's sequence behind:
+        moved at once past the largest id, never back, so the next plain insert (in this transaction too)
+        cannot collide. SQLite needs nothing: its rowid follows the largest."""
+        quoted = f'"{table.lower()}"'
+        sequence = self._conn.execute("SELECT pg_get_serial_sequence(%s, 'id')", (quoted,)).fetchone()
+        if sequence is None or sequence[0] is None:  # keyed by text: no sequence
+            return
+        self._conn.execute(
+            "SELECT setval(%(s)s, GREATEST(COALESCE(pg_sequence_last_value(%(s)s::regclass), 1), "
+            f"(SELECT COALESCE(max(id), 1) FROM {quoted})))",
+            {"s": sequence[0]},
+        )
 
     def rows(self, sql: str, params: Params = None) -> list[Row]:
         return list(self._run(sql, params, dicts=True).fetchall())

@@ -1,14 +1,14 @@
 """SQL written for the seam, made PostgreSQL's: placeholders and the few SQLite spellings that remain.
 
-Services write named `:param` placeholders and the SQL both engines share (store/base.py). What the
-shared subset cannot spell the same way is rewritten here, once per distinct statement (cached), so a
-call site keeps one text: `:name` becomes psycopg's `%(name)s`; `instr`, `group_concat`, the two-argument
-scalar `max`/`min`, `substr(x, -n)`, `LIKE` (case-blind for ASCII in SQLite), `CAST(.. AS INTEGER)`
-(64-bit in SQLite), `rowid`, SQLite's join-order and index hints (`CROSS JOIN .. ON`, `INDEXED BY`, a
-unary `+`), the `user` and `offset` columns (reserved words here), equality on the case-blind `entity`,
-and the JSON helpers (`json_each`, `json_extract`: functions of the same behaviour made by the PostgreSQL
-schema's bootstrap). Full-text, vectors and upserts that differ are not rewritten: they live in the
-backend (`postgres_*`).
+Services write named `:param` placeholders and the SQL both engines share (store/base.py). What the shared
+subset cannot spell the same way is rewritten here, once per distinct statement (cached), so a call site keeps
+one text: `:name` becomes psycopg's `%(name)s`; `instr`, `group_concat`, the two-argument scalar `max`/`min`,
+`substr(x, -n)`, `LIKE` (case-blind for ASCII in SQLite, and no escape character unless named: `ILIKE ..
+ESCAPE ''` here), `CAST(.. AS INTEGER)` (64-bit in SQLite), `rowid`, SQLite's join-order and index hints
+(`CROSS JOIN .. ON`, `INDEXED BY`, a unary `+`), the `user` and `offset` columns (reserved words here),
+equality on the case-blind `entity`, and the JSON helpers (`json_each`, `json_extract`: functions of the same
+behaviour made by the PostgreSQL schema's bootstrap). Full-text, vectors and upserts that differ are not
+rewritten: they live in the backend (`postgres_*`).
 """
 
 from __future__ import annotations
@@ -42,6 +42,18 @@ _IS_VALUE = re.compile(r"\bIS\s+(?!NOT\b|NULL\b|TRUE\b|FALSE\b|DISTINCT\b)", re.
 # A parameter only tested for NULL has no type PostgreSQL can infer: given one.
 _PARAM_IS_NULL = re.compile(r"(?<![\w:])(:\w+)\s+IS\s+(NOT\s+)?NULL\b", re.I)
 _LIKE = re.compile(r"\bNOT\s+LIKE\b|\bLIKE\b", re.I)
+# SQLite's LIKE has no escape character unless given one; PostgreSQL's takes a backslash by default. A pattern
+# that is one literal or one parameter gets `ESCAPE ''` (none); a built one (`id || '-%'`) keeps the default.
+_LIKE_OPERAND = re.compile(r"'(?:[^']|'')*'|\b(NOT\s+)?LIKE\s+('(?:[^']|'')*'|:\w+)(?!\s*(?:\|\||ESCAPE\b))", re.I)
+
+
+def _like_escapes(sql: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        if m.group(2) is None:
+            return m.group(0)  # a string literal outside any LIKE: left alone
+        return f"{'NOT ' if m.group(1) else ''}ILIKE {m.group(2)} ESCAPE ''"
+
+    return _LIKE_OPERAND.sub(one, sql)
 
 
 def _top_level_commas(sql: str, start: int) -> tuple[int, int]:
@@ -85,6 +97,7 @@ def _rewrite(part: str) -> str:
 @lru_cache(maxsize=4096)
 def translate(sql: str) -> str:
     """The statement as PostgreSQL and psycopg take it."""
+    sql = _like_escapes(sql)
     pieces, last = [], 0
     for literal in _LITERAL.finditer(sql):
         pieces += [_rewrite(sql[last : literal.start()]), literal.group(0)]

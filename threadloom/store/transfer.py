@@ -9,13 +9,17 @@ the same target. Once every table is copied the progress rows go and the source'
 
 What is not copied: SQLite's full-text tables (the target indexes each document as it lands), the schema's
 own bookkeeping, live job leases (they name local processes), and accounts and organisations (a team
-database has its own, made with `threadloom admin`). A target already holding another store's rows is
-refused: integer ids (documents, events, signals, notes) would collide, and keeping ids is the promise.
+database has its own, made with `threadloom admin`). A target that already holds another store's rows (a
+teammate moved in first) takes this one beside them: text ids are kept, integer ids are shifted past the
+target's (store/transfer_ids.py), and then the job cursors are not copied (they count in this store's ids),
+a thread summary the target already indexes keeps its entry, and the terms' document frequencies are counted
+again over every document.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import socket
 from collections.abc import Callable
@@ -25,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from threadloom.errors import StoreError
-from threadloom.store import postgres_search
+from threadloom.store import postgres_search, transfer_ids
 from threadloom.store.base import Reader, Store, Writer
 
 BATCH = 200
@@ -46,7 +50,9 @@ SKIPPED_PREFIXES = ("documents_fts", "sqlite_")
 OCCUPIED_BY = ("memories", "documents", "events", "signals", "thread_notes", "sessions")
 PROGRESS = "migrate.copy:"
 MARK = "migrate.source:"
+EXTENT = "migrate.extent:"  # a source's largest id per table when it last moved in alone, or first beside others
 
+Refs = dict[str, tuple[str, str]]  # column -> (parent table, parent column)
 Progress = Callable[[str, int, int], None]  # (table, rows copied so far, rows in the table)
 
 
@@ -113,31 +119,75 @@ def tables(r: Reader) -> list[Table]:
     return ordered
 
 
-def check_target(target: Store, mark: str) -> bool:
-    """Whether this source was copied (or began to be) into the target before; refuse a target that holds
-    another store's rows."""
+def check_target(target: Store, mark: str) -> tuple[bool, bool]:
+    """Whether this source was copied (or began to be) into the target before, and whether the target held
+    another store's rows when it first began."""
 
-    def look(r: Reader) -> bool:
+    def look(r: Reader) -> tuple[bool, bool]:
         marks = {str(row["name"]) for row in r.rows("SELECT name FROM job_cursors WHERE name LIKE 'migrate.source:%'")}
         if mark in marks:
-            return True
-        held = [t for t in OCCUPIED_BY if r.scalar(f"SELECT 1 FROM {t} LIMIT 1") is not None]
-        if held:
-            raise StoreError(
-                f"the team database at {target.location} already holds another store's rows "
-                f"({', '.join(held)}); threadloom migrate keeps every id, so it moves a personal store only into "
-                "a database of its own (a new one, or one this same store was moved into before)"
-            )
-        return False
+            shifted = r.scalar("SELECT 1 FROM job_cursors WHERE name LIKE :o AND position > 0 LIMIT 1",
+                               {"o": f"{transfer_ids.OFFSET}{mark.removeprefix(MARK)}:%"})  # fmt: skip
+            return True, shifted is not None
+        return False, any(r.scalar(f"SELECT 1 FROM {t} LIMIT 1") is not None for t in OCCUPIED_BY)
 
-    return bool(target.read(look))
+    return target.read(look)
 
 
-def _insert_sql(table: Table, rows: int) -> str:
+def _offsets(source: Store, target: Store, sid: str, fresh: bool) -> dict[str, int]:
+    """Each identity table's shift for this source: the target's largest id when it first began (recorded
+    then), so every later run lands each row on the same id; 0 for a source that moved into an empty target."""
+    copied = {t.name for t in source.read(tables)}
+    names = [name for name in source.read(transfer_ids.identity_tables) if name in copied]
+    prefix = f"{transfer_ids.OFFSET}{sid}:"
+    if fresh:
+
+        def record(w: Writer) -> dict[str, int]:
+            found = {t: int(w.scalar(f"SELECT COALESCE(max(id), 0) FROM {_quoted(t)}")) for t in names}
+            for t, offset in found.items():
+                w.execute("INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) DO NOTHING",
+                          {"n": prefix + t, "p": offset})  # fmt: skip
+            return found
+
+        return target.write(record)
+    rows = target.read(
+        lambda r: r.rows("SELECT name, position FROM job_cursors WHERE name LIKE :p", {"p": prefix + "%"})
+    )
+    return {str(row["name"]).removeprefix(prefix): int(row["position"]) for row in rows}
+
+
+def _kept(w: Writer, table: Table, batch: list[tuple[Any, ...]], parents: Refs) -> list[tuple[Any, ...]]:
+    """A shifted source's rows whose parent rows are in the target (a parent the target already had in its
+    own form, under another key, was left out, and so are its children)."""
+    at = {c: i for i, c in enumerate(table.columns)}
+    for column, (parent, key) in parents.items():
+        values = sorted({str(row[at[column]]) for row in batch if row[at[column]] is not None})
+        text = f"CAST({_quoted(key)} AS TEXT)"
+        sql = f"SELECT {text} FROM {_quoted(parent)} WHERE {text} IN (SELECT value FROM json_each(:v))"
+        present = {str(r[0]) for r in w.tuples(sql, {"v": json.dumps(values)})}
+        batch = [row for row in batch if row[at[column]] is None or str(row[at[column]]) in present]
+    return batch
+
+
+def _recount_terms(w: Writer) -> None:
+    """Document frequencies over every document of every store moved in (each store's own counts, copied,
+    would only be its own): the target's terms are the stems the SQLite index uses (postgres_search.py)."""
+    w.execute("DELETE FROM document_terms")
+    w.execute(
+        "INSERT INTO document_terms (term, df) SELECT lexeme, count(*) FROM documents d, "
+        "unnest(d.fts) AS u (lexeme, positions, weights) GROUP BY lexeme"
+    )
+    w.execute("INSERT INTO document_terms (term, df) VALUES ('', (SELECT count(*) FROM documents))")
+
+
+def _insert_sql(table: Table, rows: int, beside: bool = False) -> str:
+    """An upsert by key; `beside` (a store moved in beside another's): a row that meets any existing one, by
+    its key or by another unique rule (the same user's style habit, a thread summary already indexed), is
+    left out, so nothing of the other store is overwritten."""
     columns = ", ".join(_quoted(c) for c in table.columns)
     values = ", ".join("(" + ", ".join(f":p{i}_{j}" for j in range(len(table.columns))) + ")" for i in range(rows))
     sql = f"INSERT INTO {_quoted(table.name)} ({columns}) VALUES {values}"
-    if not table.key:
+    if not table.key or beside:
         return sql + " ON CONFLICT DO NOTHING"
     rest = [c for c in table.columns if c not in table.key]
     target = ", ".join(_quoted(c) for c in table.key)
@@ -147,10 +197,11 @@ def _insert_sql(table: Table, rows: int) -> str:
     return f"{sql} ON CONFLICT ({target}) DO UPDATE SET {updates}"
 
 
-def _land(w: Writer, table: Table, batch: list[tuple[Any, ...]]) -> None:
-    """One batch into the target, with what PostgreSQL keeps beside the row (full-text terms, pgvector)."""
+def _land(w: Writer, table: Table, batch: list[tuple[Any, ...]], beside: bool = False) -> None:
+    """One batch into the target, with what PostgreSQL keeps beside the row (full-text terms, pgvector; a
+    document left out updates nothing: its shifted id is no row)."""
     params = {f"p{i}_{j}": value for i, row in enumerate(batch) for j, value in enumerate(row)}
-    w.execute(_insert_sql(table, len(batch)), params)
+    w.execute(_insert_sql(table, len(batch), beside), params)
     at = {c: i for i, c in enumerate(table.columns)}
     if table.name == "documents":
         for row in batch:
@@ -198,9 +249,15 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     """Copy `source` (SQLite) into `target` (PostgreSQL): see the module's docstring."""
     if source.dialect != "sqlite" or target.dialect != "postgresql":
         raise StoreError("threadloom migrate copies a SQLite store into a PostgreSQL database")
-    mark = MARK + source_id(source_path)
+    sid = source_id(source_path)
+    mark = MARK + sid
     report = Report(source.location, target.location)
-    report.again = check_target(target, mark)
+    report.again, occupied = check_target(target, mark)
+    offsets = _offsets(source, target, sid, fresh=not report.again) if occupied or report.again else {}
+    shifted = any(offsets.values())
+    others = _check_extents(source, target, sid)
+    beside = shifted or others  # another store's rows are here: never overwrite one
+    progress_of = f"{PROGRESS}{sid}:"
     target.write(
         lambda w: w.execute(
             "INSERT INTO job_cursors (name, position) VALUES (:n, 0) ON CONFLICT (name) DO NOTHING", {"n": mark}
@@ -209,24 +266,33 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     started = {
         str(row["name"]): int(row["position"])
         for row in target.read(
-            lambda r: r.rows("SELECT name, position FROM job_cursors WHERE name LIKE 'migrate.copy:%'")
+            lambda r: r.rows("SELECT name, position FROM job_cursors WHERE name LIKE :p", {"p": progress_of + "%"})
         )
     }
     report.resumed = bool(started)
     for table in source.read(tables):
+        if shifted and table.name == "job_cursors":
+            continue
+        refs = source.read(lambda r, t=table.name: transfer_ids.declared(r, t))  # type: ignore[misc]
+        shift = transfer_ids.shifter(table.name, table.columns, {c: p for c, (p, _) in refs.items()}, offsets)
         total = int(source.read(partial(_count, table)))
-        position, copied = started.get(PROGRESS + table.name, 0), 0
+        position, copied = started.get(progress_of + table.name, 0), 0
         while True:
             batch, after = source.read(partial(_batch, table=table, after=position))
             if not batch:
                 break
+            batch = [shift(row) for row in batch] if shifted else batch
 
-            def land(w: Writer, t: Table = table, b: list[tuple[Any, ...]] = batch, a: int = after) -> None:
-                _land(w, t, b)
+            def land(
+                w: Writer, t: Table = table, b: list[tuple[Any, ...]] = batch, a: int = after, p: Refs = refs
+            ) -> None:
+                b = _kept(w, t, b, p) if beside else b
+                if b:
+                    _land(w, t, b, beside)
                 w.execute(
                     "INSERT INTO job_cursors (name, position) VALUES (:n, :p) "
                     "ON CONFLICT (name) DO UPDATE SET position = :p",
-                    {"n": PROGRESS + t.name, "p": a},
+                    {"n": progress_of + t.name, "p": a},
                 )
 
             target.write(land)
@@ -237,8 +303,42 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
 
     def finish(w: Writer) -> None:
         _reset_identities(w)
-        w.execute("DELETE FROM job_cursors WHERE name LIKE 'migrate.copy:%'")
+        if w.scalar("SELECT count(*) FROM job_cursors WHERE name LIKE 'migrate.source:%'") > 1:
+            _recount_terms(w)
+        w.execute("DELETE FROM job_cursors WHERE name LIKE :p", {"p": progress_of + "%"})
         w.execute("UPDATE job_cursors SET position = 1 WHERE name = :n", {"n": mark})
+        upsert = "DO NOTHING" if others else "DO UPDATE SET position = excluded.position"
+        for name, largest in extents.items():  # how far its ids went, for `_check_extents`
+            w.execute(f"INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) {upsert}",
+                      {"n": f"{EXTENT}{sid}:{name}", "p": largest})  # fmt: skip
 
+    extents = source.read(partial(_largest_ids, tables=source.read(transfer_ids.identity_tables)))
     target.write(finish)
     return report
+
+
+def _largest_ids(r: Reader, tables: list[str]) -> dict[str, int]:
+    return {t: int(r.scalar(f"SELECT COALESCE(max(id), 0) FROM {_quoted(t)}")) for t in tables}
+
+
+def _check_extents(source: Store, target: Store, sid: str) -> bool:
+    """Whether another store was moved into the target too; if so, refuse this one when it has grown since it
+    moved in: its new rows' ids were never reserved, and would meet the other store's."""
+    prefix = f"{EXTENT}{sid}:"
+    found = target.read(lambda r: (
+        r.scalar("SELECT count(*) FROM job_cursors WHERE name LIKE 'migrate.source:%' AND name <> :m",
+                 {"m": MARK + sid}),
+        {str(row["name"]).removeprefix(prefix): int(row["position"])
+         for row in r.rows("SELECT name, position FROM job_cursors WHERE name LIKE :p", {"p": prefix + "%"})},
+    ))  # fmt: skip
+    others, extents = int(found[0]), found[1]
+    if others and extents:
+        now = source.read(partial(_largest_ids, tables=list(extents)))
+        grown = sorted(t for t, largest in now.items() if largest > extents[t])
+        if grown:
+            raise StoreError(
+                f"this store has grown since it moved into {target.location} ({', '.join(grown)}), and another "
+                "store moved in since: its new rows would take ids that are not its own. Move what is new with "
+                "threadloom export and threadloom import instead"
+            )
+    return others > 0

@@ -41,13 +41,27 @@ def visibility_sql(viewer: Viewer, alias: str = "m") -> tuple[str, dict[str, Any
 
 
 def session_seen_sql(viewer: Viewer, alias: str = "s") -> tuple[str, dict[str, Any]]:
-    """Which sessions a viewer may see, name or signal: their own user's anywhere, and anyone's in their
-    project (the people they work with there; an organisation's project, by its members only). A session of
-    no user is nobody's peer."""
+    """Which sessions a viewer may see, name or signal: their own user's, and anyone's in their project (the
+    people they work with there); either way, in an organisation's project only while the viewer is one of its
+    members (their own session in a project of an organisation they left is hidden too), and only a session
+    whose own user is a member there too. A session of no user is nobody's peer."""
+    project = f"{alias}.project"
     return (
-        f"({alias}.user = :s_user OR ({alias}.user IS NOT NULL AND COALESCE({alias}.project, '') = :s_project "
-        f"AND {project_member_sql(f'{alias}.project', ':s_user')}))",
+        f"(({alias}.user = :s_user OR ({alias}.user IS NOT NULL AND COALESCE({project}, '') = :s_project)) "
+        f"AND {project_member_sql(project, ':s_user')} AND {project_member_sql(project, f'{alias}.user')})",
         {"s_user": viewer.user, "s_project": viewer.project or ""},
+    )
+
+
+def signal_seen_sql(viewer: Viewer, alias: str = "s") -> tuple[str, dict[str, Any]]:
+    """Which delivered signals (`alias`: a signals row) a recipient may read: those whose sender's session, and
+    whose scope, are in projects the viewer may see now (a signal sent in an organisation's project is not read
+    once the recipient left that organisation)."""
+    sender = project_member_sql("ss.project", ":g_user")
+    return (
+        f"(NOT EXISTS (SELECT 1 FROM sessions ss WHERE ss.id = {alias}.sender AND NOT {sender}) "
+        f"AND {project_member_sql(f'{alias}.scope', ':g_user')})",
+        {"g_user": viewer.user},
     )
 
 

@@ -15,6 +15,7 @@ from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
 from threadloom.sessions import record_event
 from threadloom.store.base import Store, Writer
+from threadloom.store.roles import require_shared_write
 from threadloom.threads.model import check_thread_id
 from threadloom.threads.service import ThreadService, repo_of
 
@@ -87,6 +88,8 @@ class NoteService:
         now = now_ms()
 
         def tx(w: Writer) -> Note:
+            if kind != "quote":  # a note is the project's; a quote its speaker's own
+                require_shared_write(w, owner, "project", prov.project, None, "note")
             note_id = w.insert(
                 "INSERT INTO thread_notes (repo, project, thread, kind, text, session_id, vendor, owner, created_at) "
                 "VALUES (:repo, :p, :t, :k, :text, :s, :v, :owner, :now)",
