@@ -202,6 +202,26 @@ def lexical(
         where, params = filter_sql(filters)
         return postgres_search.lexical(r, chosen, where, params, limit)
     match = fts_expression(chosen)
+    # A time range, a session, a role or a vendor usually passes a small share of the store (dialog
+    # search): the best of the unfiltered ranking would mostly fail it, and the filtered ranking follows
+    # anyway, so it goes first (bench/dialog.py: one BM25 scan instead of two for 2 queries in 3).
+    if filters.since is None and filters.until is None and not (filters.thread or filters.sources or filters.vendors):
+        ranked = _ranked_then_filtered(r, match, filters, limit)
+        if ranked is not None:
+            return ranked
+    where, params = filter_sql(filters)
+    rows = r.tuples(
+        "SELECT d.id, -bm25(documents_fts) FROM documents_fts "
+        "JOIN documents d ON d.id = documents_fts.rowid "
+        f"WHERE documents_fts MATCH :match AND {where} ORDER BY bm25(documents_fts) LIMIT :limit",
+        params | {"match": match, "limit": limit},
+    )
+    return [(int(i), float(score)) for i, score in rows]
+
+
+def _ranked_then_filtered(r: Reader, match: str, filters: Filters, limit: int) -> list[tuple[int, float]] | None:
+    """The filtered ranking from the unfiltered one when enough of its best pass (or it had no more to
+    give); None otherwise."""
     pool = limit * 2
     ranked = r.tuples(
         "SELECT rowid, -bm25(documents_fts) FROM documents_fts WHERE documents_fts MATCH :match "
@@ -214,14 +234,7 @@ def lexical(
         passed |= passing(r, ids[limit:], filters)
     if len(passed) >= limit or len(ranked) < pool:
         return [(int(i), float(score)) for i, score in ranked if i in passed][:limit]
-    where, params = filter_sql(filters)
-    rows = r.tuples(
-        "SELECT d.id, -bm25(documents_fts) FROM documents_fts "
-        "JOIN documents d ON d.id = documents_fts.rowid "
-        f"WHERE documents_fts MATCH :match AND {where} ORDER BY bm25(documents_fts) LIMIT :limit",
-        params | {"match": match, "limit": limit},
-    )
-    return [(int(i), float(score)) for i, score in rows]
+    return None
 
 
 def passing(r: Reader, ids: Sequence[int], filters: Filters) -> set[int]:
