@@ -22,8 +22,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.abc import Buffer
 from psycopg.adapt import Dumper, Loader
 from psycopg.rows import dict_row
+from psycopg.types.string import StrDumperUnknown
 from psycopg_pool import ConnectionPool
 
 from threadloom.clock import now_ms
@@ -70,6 +72,14 @@ class _BoolDumper(Dumper):
         return b"1" if obj else b"0"
 
 
+class _StrDumper(StrDumperUnknown):
+    """PostgreSQL's text holds no NUL character, which SQLite's does (a transcript's hostile cwd, a pasted binary):
+    stored as U+FFFD, so the row is written rather than refused."""
+
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
+
+
 class _Cursor:
     """Reader and Writer over one psycopg connection inside a transaction."""
 
@@ -114,6 +124,7 @@ class _Cursor:
 def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_loader("numeric", _NumericLoader)
     conn.adapters.register_dumper(bool, _BoolDumper)
+    conn.adapters.register_dumper(str, _StrDumper)
 
 
 class PostgresStore:
