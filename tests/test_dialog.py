@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,12 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from tests.conftest import Backend
 from tests.helpers import serve_params, structured
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
 from threadloom.store import transcripts
-from threadloom.store.sqlite import open_store
+from threadloom.store.select import open_selected
 from threadloom.store.transcripts import StoredMessage
 
 pytestmark = pytest.mark.anyio
@@ -34,10 +36,28 @@ def local_ms(day: int, hour: int, minute: int = 0, second: int = 0) -> int:
 Turn = tuple[str, str, int]  # role, text, epoch ms
 
 
+_URLS: dict[Path, str] = {}  # a home whose store is a PostgreSQL database: that database
+
+
+@pytest.fixture
+def home(home: Path, backend: Backend) -> Iterator[Path]:
+    """The home, with its store on each backend: what `seed` writes and the served server reads."""
+    if backend.name == "postgresql":
+        backend.open().close()
+        assert backend.url is not None
+        _URLS[home] = backend.url
+    yield home
+    _URLS.pop(home, None)
+
+
+def store_env(home: Path) -> dict[str, str]:
+    return {"THREADLOOM_STORE_URL": _URLS[home]} if home in _URLS else {}
+
+
 def seed(home: Path, owner: str, source: str, session: str, project: str, turns: list[Turn]) -> list[int]:
     """Write `turns` as ingested messages with their search documents, as the ingest service stores them
     (store/transcripts.py and the document shape its module docstring gives); the row ids, in order."""
-    store = open_store(home / "threadloom.db")
+    store = open_selected(_URLS.get(home), home / "threadloom.db", busy_timeout_ms=2000, write_attempts=5)
     ids: list[int] = []
 
     def write(w: Any) -> None:
@@ -77,7 +97,9 @@ def world(home: Path) -> dict[str, list[int]]:
 
 
 def client_for(home: Path, user: str) -> Client:
-    params = serve_params(home, "--in-process", THREADLOOM_USER=user, THREADLOOM_TOOLSET="default,transcripts")
+    params = serve_params(
+        home, "--in-process", THREADLOOM_USER=user, THREADLOOM_TOOLSET="default,transcripts", **store_env(home)
+    )
     return Client(params, mode="legacy")
 
 
@@ -215,7 +237,7 @@ async def test_memory_recall_reaches_transcripts_when_asked_and_ranks_a_curated_
     said = [("user", "the connection pool is exhausted, the connection pool keeps running dry", local_ms(2, 9))]
     [message] = seed(home, "alice", "claude-code", "sess-r", str(repo), said)
     seed(home, "bob", "claude-code", "sess-q", str(repo), said)
-    alice = serve_params(home, "--in-process", THREADLOOM_USER="alice", THREADLOOM_ROOT=str(repo))
+    alice = serve_params(home, "--in-process", THREADLOOM_USER="alice", THREADLOOM_ROOT=str(repo), **store_env(home))
     async with Client(alice, mode="legacy") as client:
         stored = structured(await client.call_tool("memory_store", {"content": "Decided: connection pool size 40"}))
         default = structured(await client.call_tool("memory_recall", {"query": QUERY}))["memories"]

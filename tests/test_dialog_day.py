@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import structured
-from tests.test_dialog import client_for, local_ms, seed
+from tests.test_dialog import client_for, home, local_ms, seed
+
+__all__ = ["home"]  # on each backend (tests/test_dialog.py)
 from threadloom import tokens
 
 pytestmark = pytest.mark.anyio
