@@ -272,9 +272,10 @@ class PostgresStore:
         return sum(1 for row in rows if row["name"] in names)
 
     def backup(self, dest: Path) -> None:
-        raise StoreError(
-            f"a PostgreSQL store is backed up by the database's own tools: pg_dump '{self.location}' > {dest}"
-        )
+        """pg_dump of the whole database into `dest` (postgres_dump.py; pg_dump must be on PATH)."""
+        from threadloom.store.postgres_dump import dump
+
+        dump(self.url, dest)
 
     def integrity_check(self) -> list[str]:
         def check(r: _Cursor) -> list[str]:
