@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,15 +14,15 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from tests.conftest import Backend
+from tests.backend_home import home, open_home_store, store_env
 from tests.helpers import serve_params, structured
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
 from threadloom.store import transcripts
-from threadloom.store.select import open_selected
 from threadloom.store.transcripts import StoredMessage
 
 pytestmark = pytest.mark.anyio
+__all__ = ["home"]  # each test on both backends (tests/backend_home.py)
 ISO_WITH_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?[+-]\d\d:\d\d$")
 QUERY = "connection pool exhausted"
 
@@ -36,28 +35,10 @@ def local_ms(day: int, hour: int, minute: int = 0, second: int = 0) -> int:
 Turn = tuple[str, str, int]  # role, text, epoch ms
 
 
-_URLS: dict[Path, str] = {}  # a home whose store is a PostgreSQL database: that database
-
-
-@pytest.fixture
-def home(home: Path, backend: Backend) -> Iterator[Path]:
-    """The home, with its store on each backend: what `seed` writes and the served server reads."""
-    if backend.name == "postgresql":
-        backend.open().close()
-        assert backend.url is not None
-        _URLS[home] = backend.url
-    yield home
-    _URLS.pop(home, None)
-
-
-def store_env(home: Path) -> dict[str, str]:
-    return {"THREADLOOM_STORE_URL": _URLS[home]} if home in _URLS else {}
-
-
 def seed(home: Path, owner: str, source: str, session: str, project: str, turns: list[Turn]) -> list[int]:
     """Write `turns` as ingested messages with their search documents, as the ingest service stores them
     (store/transcripts.py and the document shape its module docstring gives); the row ids, in order."""
-    store = open_selected(_URLS.get(home), home / "threadloom.db", busy_timeout_ms=2000, write_attempts=5)
+    store = open_home_store(home)
     ids: list[int] = []
 
     def write(w: Any) -> None:

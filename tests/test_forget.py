@@ -143,6 +143,7 @@ def test_forget_by_text_erases_rows_index_vectors_and_the_bytes(world: World) ->
         assert compaction["dead_rows_removed"] > 0 and compaction["complete"] is True
         assert "VACUUM FULL" in compaction["kept_by_postgresql"] and "WAL" in compaction["kept_by_postgresql"]
         assert holding(world.store, "cart total") != []  # the scan finds what is still there
+        assert "pg_dump archive" in done["backups"]["note"] and "archived WAL" in done["backups"]["note"]
     assert not world.holds(MARKER) and not world.holds(stem)
     assert not any(MARKER in t for t in _dialog_hits(world, MARKER))  # a neighbouring turn's window too
     assert any("cart total" in t for t in _dialog_hits(world, "cart total"))

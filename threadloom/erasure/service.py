@@ -39,6 +39,11 @@ BACKUPS_NOTE: Final = (
     "threadloom.db.pre-restore-* files a restore keeps beside the store still hold what they held; delete "
     "them (or forget in a restored copy and back it up again) to erase the text there too"
 )
+PG_BACKUPS_NOTE: Final = (
+    "backups are not touched: a pg_dump archive written by `threadloom backup create`, the server's base backups, "
+    "archived WAL and replicas' copies of it still hold what they held until they expire; restore an archive into a "
+    "new database, forget there and dump it again, or delete it, to erase the text there too"
+)
 
 
 def check(sel: Selector, kinds: Sequence[str], sample: int) -> tuple[str, ...]:
@@ -122,7 +127,8 @@ class Eraser:
 
             assert isinstance(self._store, PostgresStore)
             result["compaction"] = vacuum(self._store, touched) | {"kept_by_postgresql": KEPT}
-        result["backups"] = {"note": BACKUPS_NOTE, "beside_store": self._kept_copies()}
+        note = PG_BACKUPS_NOTE if self._store.dialect == "postgresql" else BACKUPS_NOTE
+        result["backups"] = {"note": note, "beside_store": self._kept_copies()}
         return result
 
     def _kept_copies(self) -> list[str]:
