@@ -261,3 +261,30 @@ def test_a_clumsy_call_is_refused_before_anything_is_read(
     with pytest.raises(InvalidInput, match=message):
         world.eraser.forget("ana", selector, kinds, dry_run=False)
     assert world.count("SELECT COUNT(*) FROM transcript_messages WHERE role <> 'erased'") == before
+
+
+@pytest.mark.slow
+def test_on_postgresql_an_older_snapshot_keeps_the_old_rows_and_the_answer_says_so(postgres_url: str) -> None:
+    """VACUUM removes no row version a transaction begun before the erasure can still see: `complete` is
+    false with the reason, and a VACUUM after that transaction ends removes them."""
+    import psycopg
+
+    from threadloom.store.postgres import open_postgres
+    from threadloom.store.postgres_vacuum import vacuum
+
+    store = open_postgres(postgres_url)
+    try:
+        MemoryService(store, SearchEngine(store, HashingEmbedder())).store(NewMemory(content=f"{MARKER} mat"), ANA)
+        with psycopg.connect(postgres_url, autocommit=True) as old:
+            old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            assert old.execute("SELECT COUNT(*) FROM memories").fetchone() == (1,)  # its snapshot is taken
+            done = Eraser(store).forget("ana", Selector(text=MARKER), ("memories",), dry_run=False)
+            kept = done["compaction"]
+            assert kept["complete"] is False and kept["dead_rows_kept"] > 0 and "still sees" in kept["reason"]
+            assert old.execute("SELECT COUNT(*) FROM memories").fetchone() == (1,)  # what it keeps them for
+            old.execute("COMMIT")
+        again = vacuum(store, kept["vacuumed"])
+        assert again["complete"] is True and again["dead_rows_kept"] == 0 and again["dead_rows_removed"] > 0
+        assert not holding(store, MARKER)
+    finally:
+        store.close()
