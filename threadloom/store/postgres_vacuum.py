@@ -55,49 +55,62 @@ def all_tables(store: PostgresStore) -> list[str]:
     ]
 
 
-def vacuum(store: PostgresStore, tables: Sequence[str] | None = None) -> dict[str, Any]:
+def vacuum(store: PostgresStore, tables: Sequence[str] | None = None, *, retry_after_s: float = 1.0) -> dict[str, Any]:
     """VACUUM (VERBOSE, ANALYZE) each of `tables` (every table of the schema when None); what it removed,
-    what an older snapshot kept, the tables' bytes before and after, and `KEPT`."""
+    what an older snapshot kept, the tables' bytes before and after. A table where rows were kept is vacuumed
+    once more after `retry_after_s` (an autovacuum ANALYZE holds an older snapshot for a moment)."""
     names = list(tables) if tables is not None else all_tables(store)
-    removed = kept = 0
     started = time.monotonic()
     notices: list[str] = []
 
     def heard(diagnostic: psycopg.errors.Diagnostic) -> None:
         notices.append(str(diagnostic.message_primary or ""))
 
+    def one(conn: psycopg.Connection[Any], name: str) -> tuple[int, int]:
+        first = len(notices)
+        conn.execute(sql.SQL("VACUUM (VERBOSE, ANALYZE) {}").format(sql.Identifier(name)))
+        found = [(int(m.group(1)), int(m.group(2))) for line in notices[first:] for m in _DEAD.finditer(line)]
+        return sum(r for r, _ in found), sum(k for _, k in found)
+
+    removed: dict[str, int] = {}
+    kept: dict[str, int] = {}
     try:
         with store.pool().connection() as conn:  # the pool's connections autocommit: VACUUM refuses a transaction
             conn.add_notice_handler(heard)
             try:
                 before = _bytes(conn, names)
                 for name in names:
-                    conn.execute(sql.SQL("VACUUM (VERBOSE, ANALYZE) {}").format(sql.Identifier(name)))
+                    removed[name], kept[name] = one(conn, name)
+                again = [name for name in names if kept[name]]
+                if again:
+                    time.sleep(retry_after_s)
+                for name in again:
+                    more, kept[name] = one(conn, name)
+                    removed[name] += more
                 after = _bytes(conn, names)
             finally:
                 conn.remove_notice_handler(heard)  # the connection goes back to the pool
     except psycopg.Error as exc:
         raise StoreError(f"VACUUM on {store.location} failed: {exc}; the rows are erased, run again") from None
     skipped = [line for line in notices if "skipping" in line]  # e.g. a table this role does not own
-    for line in notices:
-        for match in _DEAD.finditer(line):
-            removed += int(match.group(1))
-            kept += int(match.group(2))
+    held = {name: n for name, n in kept.items() if n}
     report: dict[str, Any] = {
         "vacuumed": names,
-        "dead_rows_removed": removed,
-        "dead_rows_kept": kept,
+        "dead_rows_removed": sum(removed.values()),
+        "dead_rows_kept": sum(held.values()),
         "bytes_before": before,
         "bytes_after": after,
         "seconds": round(time.monotonic() - started, 3),
-        "complete": kept == 0 and not skipped,
+        "complete": not held and not skipped,
     }
     if skipped:
         report["skipped"] = skipped
         report["reason"] = "this role may not vacuum the tables in `skipped`: vacuum them as their owner"
-    if kept:
+    if held:
+        report["kept_in"] = held
         report["reason"] = (
-            "a transaction that started before the erasure still sees the old rows, so VACUUM kept them; "
-            "autovacuum removes them after it ends, or run forget again"
+            "a transaction older than the erasure (another session's, a pg_dump's, or autovacuum's ANALYZE) could "
+            "still see these old row versions, so VACUUM kept them; autovacuum removes them after it ends, or run "
+            "forget again"
         )
     return report
