@@ -58,11 +58,16 @@ def cluster() -> Iterator[str]:
             _unavailable(f"pgserver is not installed: {exc}")
         folder = Path(tempfile.mkdtemp(prefix="threadloom-pg-"))
         started = time.monotonic()
+        # The server outlives the test that started it: it must not carry that test's THREADLOOM_HOME, or the
+        # test's teardown (helpers.stop_everything: every process naming the home) kills it.
+        kept = {k: os.environ.pop(k) for k in [k for k in os.environ if k.startswith("THREADLOOM_")]}
         try:
             server = pgserver.get_server(folder / "data", cleanup_mode="stop")
         except Exception as exc:
             shutil.rmtree(folder, ignore_errors=True)
             _unavailable(f"pgserver could not start a cluster: {exc}")
+        finally:
+            os.environ.update(kept)
         url = server.get_uri()
         # A throwaway cluster: durability buys nothing, and each CREATE/DROP DATABASE would wait on fsync.
         _admin(

@@ -1,11 +1,17 @@
-"""Backups: what `backup restore` keeps is itself a backup, and a file is validated exactly as it is used."""
+"""Backups: what `backup restore` keeps is itself a backup, and a file is validated exactly as it is used; a
+PostgreSQL store is dumped by pg_dump and restored by pg_restore into a new database only."""
 
 from __future__ import annotations
 
 import shutil
+import subprocess
 from pathlib import Path
 
+import pytest
+
+from tests import postgres_server
 from tests.helpers import cli, count_rows
+from threadloom.store.postgres import open_postgres
 from threadloom.store.sqlite import SqliteStore
 
 
@@ -50,3 +56,88 @@ def test_a_copy_whose_data_is_in_a_wal_beside_it_is_refused_not_restored_empty(h
     assert refused.returncode == 2
     assert "cp.db-wal" in refused.stderr and "backup create" in refused.stderr
     assert count_rows(home, "memories") == before
+
+
+# A PostgreSQL store (THREADLOOM_STORE_URL): pg_dump and pg_restore, driven by the same commands.
+
+
+def _pg_bin() -> Path | None:
+    """The client tools of the test server's version: pgserver's, else (a server of your own) PATH's."""
+    try:
+        import pgserver
+    except ImportError:
+        return None
+    return Path(pgserver.__file__).parent / "pginstall" / "bin"
+
+
+def _bin_args() -> list[str]:
+    folder = _pg_bin()
+    return [] if folder is None else ["--pg-bin", str(folder)]
+
+
+def _memories(url: str) -> list[str]:
+    store = open_postgres(url)
+    try:
+        return sorted(str(c) for (c,) in store.read(lambda r: r.tuples("SELECT content FROM memories")))
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_a_postgresql_store_is_dumped_whole_and_restored_into_a_new_database_only(
+    home: Path, tmp_path: Path, postgres_url: str, postgres_cluster: str
+) -> None:
+    for n in range(3):
+        stored = cli(home, "memory", "store", f"team fact {n} about the deploy", THREADLOOM_STORE_URL=postgres_url)
+        assert stored.returncode == 0, stored.stderr
+    dump = tmp_path / "team.dump"
+    made = cli(home, "backup", "create", str(dump), *_bin_args(), THREADLOOM_STORE_URL=postgres_url)
+    assert made.returncode == 0, made.stderr
+    assert "pg_dump of the whole database" in made.stdout and dump.stat().st_size > 0
+    assert dump.stat().st_mode & 0o077 == 0  # private, like the store
+    again = cli(home, "backup", "create", str(dump), *_bin_args(), THREADLOOM_STORE_URL=postgres_url)
+    assert again.returncode == 2 and "already exists" in again.stderr
+
+    over = cli(home, "backup", "restore", str(dump), *_bin_args(), THREADLOOM_STORE_URL=postgres_url)
+    assert over.returncode == 2 and "not empty" in over.stderr and "new database" in over.stderr
+    for empty in postgres_server.scratch_database(postgres_cluster, migrated=False):
+        restored = cli(home, "backup", "restore", str(dump), *_bin_args(), THREADLOOM_STORE_URL=empty)
+        assert restored.returncode == 0, restored.stderr
+        assert "schema version" in restored.stdout
+        assert _memories(empty) == _memories(postgres_url) == [f"team fact {n} about the deploy" for n in range(3)]
+
+
+@pytest.mark.slow
+def test_without_pg_dump_the_error_names_what_to_install_and_writes_nothing(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    dump = tmp_path / "team.dump"
+    bare = tmp_path / "bin"
+    bare.mkdir()
+    refused = cli(home, "backup", "create", str(dump), THREADLOOM_STORE_URL=postgres_url, PATH=str(bare))
+    assert refused.returncode == 2 and "pg_dump is not on PATH" in refused.stderr
+    assert "postgresql-client" in refused.stderr and "threadloom export" in refused.stderr
+    assert not dump.exists()
+    not_a_dump = tmp_path / "notes.txt"
+    not_a_dump.write_text("hello")
+    bad = cli(home, "backup", "restore", str(not_a_dump), *_bin_args(), THREADLOOM_STORE_URL=postgres_url)
+    assert bad.returncode == 2 and "pg_dump archive" in bad.stderr
+
+
+@pytest.mark.slow
+def test_a_pg_dump_older_than_the_server_is_refused_with_why(home: Path, tmp_path: Path, postgres_url: str) -> None:
+    old = Path("/usr/bin/pg_dump")  # Debian 12's PostgreSQL 15 client, beside a server of 16
+    server = open_postgres(postgres_url)
+    try:
+        major = int(str(server.engine()["postgresql"]).split(".")[0])
+    finally:
+        server.close()
+    if (
+        not old.exists()
+        or f"PostgreSQL) {major}" in subprocess.run([old, "--version"], capture_output=True, text=True).stdout
+    ):
+        pytest.skip(f"no pg_dump older than the server's {major} at {old}")
+    dump = tmp_path / "team.dump"
+    refused = cli(home, "backup", "create", str(dump), "--pg-bin", str(old.parent), THREADLOOM_STORE_URL=postgres_url)
+    assert refused.returncode == 2 and "version mismatch" in refused.stderr
+    assert "server's major version or newer" in refused.stderr and not dump.exists()

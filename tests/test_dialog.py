@@ -14,14 +14,15 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from tests.backend_home import home, open_home_store, store_env
 from tests.helpers import serve_params, structured
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
 from threadloom.store import transcripts
-from threadloom.store.sqlite import open_store
 from threadloom.store.transcripts import StoredMessage
 
 pytestmark = pytest.mark.anyio
+__all__ = ["home"]  # each test on both backends (tests/backend_home.py)
 ISO_WITH_OFFSET = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{3})?[+-]\d\d:\d\d$")
 QUERY = "connection pool exhausted"
 
@@ -37,7 +38,7 @@ Turn = tuple[str, str, int]  # role, text, epoch ms
 def seed(home: Path, owner: str, source: str, session: str, project: str, turns: list[Turn]) -> list[int]:
     """Write `turns` as ingested messages with their search documents, as the ingest service stores them
     (store/transcripts.py and the document shape its module docstring gives); the row ids, in order."""
-    store = open_store(home / "threadloom.db")
+    store = open_home_store(home)
     ids: list[int] = []
 
     def write(w: Any) -> None:
@@ -77,7 +78,9 @@ def world(home: Path) -> dict[str, list[int]]:
 
 
 def client_for(home: Path, user: str) -> Client:
-    params = serve_params(home, "--in-process", THREADLOOM_USER=user, THREADLOOM_TOOLSET="default,transcripts")
+    params = serve_params(
+        home, "--in-process", THREADLOOM_USER=user, THREADLOOM_TOOLSET="default,transcripts", **store_env(home)
+    )
     return Client(params, mode="legacy")
 
 
@@ -215,7 +218,7 @@ async def test_memory_recall_reaches_transcripts_when_asked_and_ranks_a_curated_
     said = [("user", "the connection pool is exhausted, the connection pool keeps running dry", local_ms(2, 9))]
     [message] = seed(home, "alice", "claude-code", "sess-r", str(repo), said)
     seed(home, "bob", "claude-code", "sess-q", str(repo), said)
-    alice = serve_params(home, "--in-process", THREADLOOM_USER="alice", THREADLOOM_ROOT=str(repo))
+    alice = serve_params(home, "--in-process", THREADLOOM_USER="alice", THREADLOOM_ROOT=str(repo), **store_env(home))
     async with Client(alice, mode="legacy") as client:
         stored = structured(await client.call_tool("memory_store", {"content": "Decided: connection pool size 40"}))
         default = structured(await client.call_tool("memory_recall", {"query": QUERY}))["memories"]

@@ -9,8 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.backend_home import home
 from tests.helpers import structured
 from tests.test_dialog import client_for, local_ms, seed
+
+__all__ = ["home"]  # each test on both backends (tests/backend_home.py)
 from threadloom import tokens
 
 pytestmark = pytest.mark.anyio

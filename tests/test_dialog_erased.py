@@ -1,6 +1,6 @@
 """An erased message's tombstone (store/erasure.py keeps its key) is never a turn: not in dialog_search's
 windows, not in a dialog_read page or its total, not the anchor of a session read, not in dialog_day.
-Transcripts are real Claude Code files ingested by the real ingester into a real SQLite store; the
+Transcripts are real Claude Code files ingested by the real ingester into a real store of each backend; the
 erasure is the real `Eraser`."""
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from tests.fakes import HashingEmbedder
 from tests.test_forget import ANA, DAY, NOV_1, _line, _session_file
 from threadloom.dialog.day import DaySummary
@@ -20,21 +21,21 @@ from threadloom.erasure.service import Eraser
 from threadloom.errors import NotFound
 from threadloom.ingest.service import IngestConfig, Ingester
 from threadloom.search.engine import SearchEngine
+from threadloom.store.base import Store
 from threadloom.store.erasure import Selector
-from threadloom.store.sqlite import SqliteStore, open_store
 
 HOUR = 3600_000
 
 
 @dataclass
 class Erased:
-    store: SqliteStore
+    store: Store
     engine: SearchEngine
     ids: dict[str, int]  # key -> row id
 
 
 @pytest.fixture
-def erased(tmp_path: Path) -> Erased:
+def erased(tmp_path: Path, backend: Backend) -> Erased:
     """Session s-shop: four turns, the second erased; session s-gone: one turn, erased whole."""
     home = tmp_path / "ana"
     t = NOV_1 + 9 * HOUR
@@ -46,7 +47,7 @@ def erased(tmp_path: Path) -> Erased:
     ]
     _session_file(home, "s-shop", turns)
     _session_file(home, "s-gone", [_line("g1", "s-gone", t + 2 * HOUR, "/repo/shop", "a session to forget")])
-    store = open_store(tmp_path / "threadloom.db")
+    store = backend.open()
     engine = SearchEngine(store, HashingEmbedder())
     Ingester(store, IngestConfig("ana", home, {})).run()
     eraser = Eraser(store)

@@ -2,7 +2,8 @@
 
 Transcripts are ingested from real Claude Code JSONL files by the real ingester, memories and notes are
 written by their services, vectors by the engine's embedding pass (a hashing embedder); the store is a
-real SQLite file whose bytes (and its write-ahead log's) are read back.
+real SQLite file whose bytes (and its write-ahead log's) are read back, and a real PostgreSQL database (the
+`backend` fixture) whose every text column is searched afterwards (tests/store_scan.py).
 """
 
 from __future__ import annotations
@@ -14,7 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from tests.fakes import HashingEmbedder
+from tests.store_scan import holding
 from threadloom.dialog.model import DialogFilters
 from threadloom.dialog.search import DialogSearch
 from threadloom.erasure.service import Eraser
@@ -24,8 +27,10 @@ from threadloom.ingest.service import IngestConfig, Ingester
 from threadloom.memory.model import NewMemory
 from threadloom.memory.service import MemoryService
 from threadloom.search.engine import SearchEngine
+from threadloom.store.base import Store
 from threadloom.store.erasure import Selector
-from threadloom.store.sqlite import SqliteStore, open_store
+from threadloom.store.sqlite import SqliteStore
+from threadloom.store.terms import stems
 
 MARKER = "zqxvelmorant"  # in one message, one memory and their full-text rows
 DAY = 86_400_000
@@ -51,7 +56,7 @@ def _session_file(home: Path, session: str, lines: list[str]) -> Path:
 
 @dataclass
 class World:
-    store: SqliteStore
+    store: Store
     engine: SearchEngine
     memory: MemoryService
     eraser: Eraser
@@ -65,15 +70,22 @@ class World:
     def count(self, sql: str, params: dict[str, object] | None = None) -> int:
         return int(self.store.read(lambda r: r.scalar(sql, params)))
 
+    def holds(self, text: str) -> bool:
+        """SQLite: whether the file or its log holds `text`. PostgreSQL: whether any column of any table does."""
+        if isinstance(self.store, SqliteStore):
+            return text.encode() in self.file_bytes()
+        return bool(holding(self.store, text))
+
     def file_bytes(self) -> bytes:
+        assert isinstance(self.store, SqliteStore)
         path = self.store.path
         wal = path.with_name(path.name + "-wal")
         return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
 
 
 @pytest.fixture
-def world(tmp_path: Path) -> World:
-    store = open_store(tmp_path / "threadloom.db")
+def world(tmp_path: Path, backend: Backend) -> World:
+    store = backend.open()
     engine = SearchEngine(store, HashingEmbedder())
     w = World(store, engine, MemoryService(store, engine), Eraser(store), tmp_path / "ana", tmp_path / "ben")
     _session_file(
@@ -108,7 +120,8 @@ def _dialog_hits(world: World, query: str) -> list[str]:
 
 
 def test_forget_by_text_erases_rows_index_vectors_and_the_bytes(world: World) -> None:
-    assert MARKER.encode() in world.file_bytes()  # the check below can fail: the marker was there
+    stem = MARKER[:7]  # in the text and in its porter stem (a PostgreSQL document's tsvector holds the stems)
+    assert world.holds(MARKER) and world.holds(stem)  # the checks below can fail: the marker was there
     assert any(MARKER in t for t in _dialog_hits(world, MARKER))
     docs_before = world.count("SELECT COUNT(*) FROM documents")
     vectors_before = world.count("SELECT COUNT(*) FROM document_vectors")
@@ -119,12 +132,19 @@ def test_forget_by_text_erases_rows_index_vectors_and_the_bytes(world: World) ->
     assert done["erased"]["documents"] == 2 and done["erased"]["vectors"] == 2
     assert world.count("SELECT COUNT(*) FROM documents") == docs_before - 2
     assert world.count("SELECT COUNT(*) FROM document_vectors") == vectors_before - 2
-    assert world.count("SELECT COUNT(*) FROM documents_fts WHERE documents_fts MATCH :m", {"m": MARKER}) == 0
     assert world.count("SELECT COUNT(*) FROM document_terms WHERE term LIKE 'zqx%'") == 0
     compaction = done["compaction"]
-    assert compaction["complete"] is True and compaction["wal_bytes"] == 0
-    assert MARKER.encode() not in world.file_bytes()
-    assert b"keep" in world.file_bytes() or b"cart" in world.file_bytes()  # the rest is still there
+    if isinstance(world.store, SqliteStore):
+        assert world.count("SELECT COUNT(*) FROM documents_fts WHERE documents_fts MATCH :m", {"m": MARKER}) == 0
+        assert compaction["complete"] is True and compaction["wal_bytes"] == 0
+        assert b"keep" in world.file_bytes() or b"cart" in world.file_bytes()  # the rest is still there
+    else:
+        assert {"transcript_messages", "memories", "documents", "document_vectors"} <= set(compaction["vacuumed"])
+        assert compaction["dead_rows_removed"] > 0 and compaction["complete"] is True
+        assert "VACUUM FULL" in compaction["kept_by_postgresql"] and "WAL" in compaction["kept_by_postgresql"]
+        assert holding(world.store, "cart total") != []  # the scan finds what is still there
+        assert "pg_dump archive" in done["backups"]["note"] and "archived WAL" in done["backups"]["note"]
+    assert not world.holds(MARKER) and not world.holds(stem)
     assert not any(MARKER in t for t in _dialog_hits(world, MARKER))  # a neighbouring turn's window too
     assert any("cart total" in t for t in _dialog_hits(world, "cart total"))
     # the tombstone keeps the key, not the text
@@ -134,7 +154,7 @@ def test_forget_by_text_erases_rows_index_vectors_and_the_bytes(world: World) ->
 
 
 def test_a_dry_run_lists_what_would_go_and_changes_nothing(world: World) -> None:
-    before = world.file_bytes()
+    before = world.file_bytes() if isinstance(world.store, SqliteStore) else b""
     tables = ("transcript_messages WHERE role <> 'erased'", "memories", "documents", "document_vectors")
     counts = [world.count(f"SELECT COUNT(*) FROM {t}") for t in tables]
 
@@ -145,7 +165,9 @@ def test_a_dry_run_lists_what_would_go_and_changes_nothing(world: World) -> None
     assert found["count"] == 2 and [s["text"][:11] for s in found["sample"]] == ["please keep", "the cart to"]
     assert plan["would_erase"]["memories"]["count"] == 0  # the memories were written in session t1
     assert [world.count(f"SELECT COUNT(*) FROM {t}") for t in tables] == counts
-    assert world.file_bytes() == before
+    if isinstance(world.store, SqliteStore):
+        assert world.file_bytes() == before
+    assert world.holds(MARKER)
 
 
 @pytest.mark.parametrize(
@@ -193,7 +215,7 @@ def test_another_user_can_neither_erase_nor_count_the_callers_rows(world: World)
     assert done["erased"]["transcripts"] == 1 and done["erased"]["memories"] == 1  # ben's own only
     assert world.count("SELECT COUNT(*) FROM transcript_messages WHERE owner = 'ana' AND role <> 'erased'") == 3
     assert world.count("SELECT COUNT(*) FROM memories WHERE owner = 'ana'") == 2
-    assert MARKER.encode() in world.file_bytes()
+    assert world.holds(MARKER)
 
 
 def test_an_erased_message_is_not_ingested_again(world: World) -> None:
@@ -209,9 +231,16 @@ def test_an_erased_message_is_not_ingested_again(world: World) -> None:
         lambda r: r.tuples("SELECT key, role, text FROM transcript_messages WHERE session_id = 's-shop' ORDER BY key")
     )
     assert rows == [("a1", "erased", ""), ("a2", "erased", ""), ("a3", "user", "one more about the shipping page")]
-    indexed = "SELECT COUNT(*) FROM documents_fts f JOIN documents d ON d.id = f.rowid WHERE d.kind = 'transcript' "
-    assert world.count(indexed + "AND documents_fts MATCH :m", {"m": MARKER}) == 0
-    assert world.count(indexed + "AND documents_fts MATCH 'shipping'") == 1
+    assert _indexed(world, MARKER) == 0 and _indexed(world, "shipping") == 1
+
+
+def _indexed(world: World, word: str) -> int:
+    """Transcript documents whose full-text entry has `word`: FTS5's on SQLite, the `tsvector` on PostgreSQL."""
+    if isinstance(world.store, SqliteStore):
+        sql = "SELECT COUNT(*) FROM documents_fts f JOIN documents d ON d.id = f.rowid WHERE d.kind = 'transcript' "
+        return world.count(sql + "AND documents_fts MATCH :m", {"m": word})
+    sql = "SELECT COUNT(*) FROM documents WHERE kind = 'transcript' AND fts @@ CAST(:q AS tsquery)"
+    return world.count(sql, {"q": " & ".join(f"'{s}'" for s in stems(word))})
 
 
 @pytest.mark.parametrize(
@@ -232,3 +261,30 @@ def test_a_clumsy_call_is_refused_before_anything_is_read(
     with pytest.raises(InvalidInput, match=message):
         world.eraser.forget("ana", selector, kinds, dry_run=False)
     assert world.count("SELECT COUNT(*) FROM transcript_messages WHERE role <> 'erased'") == before
+
+
+@pytest.mark.slow
+def test_on_postgresql_an_older_snapshot_keeps_the_old_rows_and_the_answer_says_so(postgres_url: str) -> None:
+    """VACUUM removes no row version a transaction begun before the erasure can still see: `complete` is
+    false with the reason, and a VACUUM after that transaction ends removes them."""
+    import psycopg
+
+    from threadloom.store.postgres import open_postgres
+    from threadloom.store.postgres_vacuum import vacuum
+
+    store = open_postgres(postgres_url)
+    try:
+        MemoryService(store, SearchEngine(store, HashingEmbedder())).store(NewMemory(content=f"{MARKER} mat"), ANA)
+        with psycopg.connect(postgres_url, autocommit=True) as old:
+            old.execute("BEGIN ISOLATION LEVEL REPEATABLE READ")
+            assert old.execute("SELECT COUNT(*) FROM memories").fetchone() == (1,)  # its snapshot is taken
+            done = Eraser(store).forget("ana", Selector(text=MARKER), ("memories",), dry_run=False)
+            kept = done["compaction"]
+            assert kept["complete"] is False and kept["kept_in"]["memories"] > 0 and "could still see" in kept["reason"]
+            assert old.execute("SELECT COUNT(*) FROM memories").fetchone() == (1,)  # what it keeps them for
+            old.execute("COMMIT")
+        again = vacuum(store, kept["vacuumed"])
+        assert again["complete"] is True and again["dead_rows_kept"] == 0 and again["dead_rows_removed"] > 0
+        assert not holding(store, MARKER)
+    finally:
+        store.close()

@@ -2,15 +2,21 @@
 skill folders and a temp home with two CLI skills folders. A word forgotten leaves no candidate, concept,
 insight, snapshot or trash copy, loop-written skill or lesson (nor its copies), exported line or report line
 holding it; a forgotten session takes the candidates quoted from it and what loops wrote from them; what a
-person wrote stays and is named; another user's data is neither counted nor touched."""
+person wrote stays and is named; another user's data is neither counted nor touched. On both backends."""
 
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
+import pytest
+
 from tests import learning_fixtures
+from tests.conftest import Backend
+from tests.store_scan import holding
 from tests.test_learning_extract import seed
+from threadloom.config import Settings
 from threadloom.erasure.learning import LearningFiles
 from threadloom.erasure.service import Eraser
 from threadloom.learning.candidates import Candidates, into_library
@@ -20,10 +26,22 @@ from threadloom.learning.harvest import Extractor
 from threadloom.learning.insights import Insights
 from threadloom.learning.library import Library
 from threadloom.learning.snapshots import Snapshots
-from threadloom.runtime import Runtime
+from threadloom.runtime import Runtime, open_runtime
 from threadloom.store.erasure import Selector
 
-runtime = learning_fixtures.runtime
+
+@pytest.fixture
+def runtime(tmp_path: Path, backend: Backend) -> Iterator[Runtime]:
+    """learning_fixtures.runtime, on each backend."""
+    url = None
+    if backend.name == "postgresql":
+        backend.open().close()
+        url = backend.url
+    rt = open_runtime(Settings(home=tmp_path / "home", embedder="none", store_url=url), "cli")
+    yield rt
+    rt.close()
+
+
 user_home = learning_fixtures.user_home
 lib = learning_fixtures.lib
 
@@ -69,11 +87,15 @@ def eraser(runtime: Runtime, lib: Library) -> Eraser:
 
 
 def everything(runtime: Runtime, user_home: Path) -> bytes:
-    """Every byte threadloom keeps: the store's file and log, the home's files and the CLIs' folders."""
+    """Every byte threadloom keeps: the store's file and log (PostgreSQL: MARK once if any column of any table
+    holds it), the home's files and the CLIs' folders."""
     home = runtime.settings.layout.home
     runtime.store.read(lambda r: r.scalar("SELECT 1"))
-    return b"".join(learning_fixtures.tree(home, user_home).values()) + b"".join(
-        p.read_bytes() for p in home.glob("threadloom.db*") if p.is_file()
+    held = MARK.encode() if runtime.store.dialect == "postgresql" and holding(runtime.store, MARK) else b""
+    return (
+        b"".join(learning_fixtures.tree(home, user_home).values())
+        + b"".join(p.read_bytes() for p in home.glob("threadloom.db*") if p.is_file())
+        + held
     )
 
 

@@ -13,6 +13,8 @@ from typing import Any, TypeVar
 
 import pytest
 
+from tests.conftest import Backend
+from tests.store_scan import holding
 from threadloom.ingest import IngestConfig, Ingester, transcript_status
 from threadloom.ingest.exclusions import parse_globs
 from threadloom.search.engine import SearchEngine
@@ -60,8 +62,11 @@ def count(store: Store, sql: str) -> int:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> SqliteStore:
-    return open_store(tmp_path / "db" / "threadloom.db")
+def store(backend: Backend, tmp_path: Path) -> Store:
+    """The store each test ingests into: a SQLite file, and a PostgreSQL database (the slow tier)."""
+    if backend.name == "sqlite":
+        return open_store(tmp_path / "db" / "threadloom.db")
+    return backend.open()
 
 
 # Every fixture, where its client keeps it.
@@ -89,7 +94,7 @@ def install_all(home: Path) -> dict[str, set[str]]:
     return parsed
 
 
-def test_every_fixture_is_ingested_once_and_indexed(tmp_path: Path, store: SqliteStore) -> None:
+def test_every_fixture_is_ingested_once_and_indexed(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     parsed = install_all(home)
     assert set(parsed) == {"claude-code", "codex", "gemini", "copilot"} and all(parsed.values())
@@ -117,7 +122,7 @@ def test_every_fixture_is_ingested_once_and_indexed(tmp_path: Path, store: Sqlit
     assert status["span"] is not None and status["alarms"] == []
 
 
-def test_append_truncate_and_rotate_never_duplicate_or_skip(tmp_path: Path, store: SqliteStore) -> None:
+def test_append_truncate_and_rotate_never_duplicate_or_skip(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     path = claude_file(home)
     path.write_text("".join(line(n) for n in range(1, 4)))
@@ -138,7 +143,7 @@ def test_append_truncate_and_rotate_never_duplicate_or_skip(tmp_path: Path, stor
     assert texts(store) == [f"message {n}" for n in range(1, 8)]
 
 
-def test_a_late_backfill_is_ingested_exactly_once(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_late_backfill_is_ingested_exactly_once(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     claude_file(home, "new.jsonl").write_text(line(1, "recent work"))
     old = claude_file(home, "old.jsonl")
@@ -158,7 +163,7 @@ def test_a_late_backfill_is_ingested_exactly_once(tmp_path: Path, store: SqliteS
 class CrashingStore:
     """A store whose `crash_at`-th write transaction fails after its statements ran (a crash before COMMIT)."""
 
-    def __init__(self, inner: SqliteStore, crash_at: int) -> None:
+    def __init__(self, inner: Store, crash_at: int) -> None:
         self.inner = inner
         self.writes = 0
         self.crash_at = crash_at
@@ -178,7 +183,7 @@ class CrashingStore:
         return self.inner.write(crash)
 
 
-def test_a_crash_between_batches_neither_skips_nor_duplicates(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_crash_between_batches_neither_skips_nor_duplicates(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     big = "x" * 2000
     claude_file(home).write_text("".join(line(n, f"{n} {big}") for n in range(1, 1500)))  # ~3 MB: several batches
@@ -192,7 +197,7 @@ def test_a_crash_between_batches_neither_skips_nor_duplicates(tmp_path: Path, st
     assert count(store, "SELECT COUNT(DISTINCT key) FROM transcript_messages") == 1499
 
 
-def test_a_huge_file_waits_for_the_next_pass_and_the_others_go_on(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_huge_file_waits_for_the_next_pass_and_the_others_go_on(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     pad = "y" * 4000
     claude_file(home, "huge.jsonl").write_text("".join(line(n, f"{n} {pad}", "big") for n in range(1, 1001)))
@@ -209,7 +214,7 @@ def test_a_huge_file_waits_for_the_next_pass_and_the_others_go_on(tmp_path: Path
     assert count(store, "SELECT COUNT(DISTINCT key) FROM transcript_messages") == 1001
 
 
-def test_bad_input_is_reported_and_the_other_files_are_ingested(tmp_path: Path, store: SqliteStore) -> None:
+def test_bad_input_is_reported_and_the_other_files_are_ingested(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     folder = claude_file(home, "good.jsonl").parent
     (folder / "good.jsonl").write_text(line(1, "the good one"))
@@ -244,7 +249,7 @@ class Vanishing:
         return self.real.parse(path, cursor, budget=budget)
 
 
-def test_a_vanishing_file_and_a_failing_read_never_stop_the_pass(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_vanishing_file_and_a_failing_read_never_stop_the_pass(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     for name in ("gone", "boom", "fine"):
         claude_file(home, f"{name}.jsonl").write_text(line(1, f"{name} text", name))
@@ -254,7 +259,7 @@ def test_a_vanishing_file_and_a_failing_read_never_stop_the_pass(tmp_path: Path,
     assert any(p["reason"] == "vanished" for p in report.problems)
 
 
-def test_exclusions_apply_before_anything_is_stored(tmp_path: Path, store: SqliteStore) -> None:
+def test_exclusions_apply_before_anything_is_stored(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     claude_file(home, "a.jsonl").write_text(line(1, "secret project plans", cwd="/work/client-x/api"))
     claude_file(home, "b.jsonl").write_text(line(1, "open work", "s2", cwd="/work/open"))
@@ -266,7 +271,7 @@ def test_exclusions_apply_before_anything_is_stored(tmp_path: Path, store: Sqlit
     assert count(store, "SELECT COUNT(*) FROM documents WHERE body LIKE '%secret project%'") == 0
 
 
-def test_a_spawned_childs_conversation_is_left_out_when_configured(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_spawned_childs_conversation_is_left_out_when_configured(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     claude_file(home, "child.jsonl").write_text(line(1, "child's work", "child-session"))
     claude_file(home, "me.jsonl").write_text(line(1, "my work", "my-session"))
@@ -286,20 +291,25 @@ def test_a_spawned_childs_conversation_is_left_out_when_configured(tmp_path: Pat
     assert sorted(texts(store)) == ["more", "my work"]
 
 
-def test_secrets_never_reach_the_database_file(tmp_path: Path, store: SqliteStore) -> None:
+def test_secrets_never_reach_the_database_file(tmp_path: Path, store: Store) -> None:
+    """SQLite: the file's bytes. PostgreSQL: every column of every table (tests/store_scan.py)."""
     home = tmp_path / "u"
     key = "AKIA" + "Q3EGX7TZ2YB4NWKD"
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     claude_file(home).write_text(line(1, f"deploy with {key} and {token}") + line(2, f"export GITHUB_TOKEN={token}"))
     ingester(store, home).run()
     assert texts(store)[0].startswith("deploy with [secret:")
+    if not isinstance(store, SqliteStore):
+        assert holding(store, "deploy with") != []  # the scan can find text
+        assert holding(store, key.lower()) == [] and holding(store, token.lower()) == []
+        return
     store.close()
     for file in (tmp_path / "db").iterdir():
         data = file.read_bytes()
         assert key.encode() not in data and token.encode() not in data, file.name
 
 
-def test_verbatim_when_scrubbing_is_off(tmp_path: Path, store: SqliteStore) -> None:
+def test_verbatim_when_scrubbing_is_off(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     claude_file(home).write_text(line(1, f"use {token}"))
@@ -307,7 +317,7 @@ def test_verbatim_when_scrubbing_is_off(tmp_path: Path, store: SqliteStore) -> N
     assert texts(store) == [f"use {token}"]
 
 
-def test_a_second_user_sees_none_of_the_first_users_transcripts(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_second_user_sees_none_of_the_first_users_transcripts(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     claude_file(home).write_text(line(1, "the lighthouse keeper's schedule"))
     ingester(store, home, owner="ada").run()
@@ -323,7 +333,7 @@ def test_a_second_user_sees_none_of_the_first_users_transcripts(tmp_path: Path, 
     assert transcript_status(store, "bob") == {"enabled": True, "sources": [], "span": None, "alarms": []}
 
 
-def test_one_ingester_at_a_time(tmp_path: Path, store: SqliteStore) -> None:
+def test_one_ingester_at_a_time(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     claude_file(home).write_text(line(1))
     from threadloom.ingest import LEASE
@@ -336,7 +346,7 @@ def test_one_ingester_at_a_time(tmp_path: Path, store: SqliteStore) -> None:
     assert ingester(store, home).run().added == 1
 
 
-def test_a_source_whose_files_yield_no_message_raises_the_alarm(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_source_whose_files_yield_no_message_raises_the_alarm(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     changed = [json.dumps({"kind": "turn.v9", "payload": {"who": "user", "said": f"hello {n}"}}) for n in range(30)]
     claude_file(home).write_text("\n".join(changed) + "\n")
@@ -366,7 +376,7 @@ def test_since_takes_dates_times_and_spans_and_refuses_the_rest() -> None:
             parse_since(junk, now)
 
 
-def test_a_hostile_working_directory_resolves_to_nothing_here(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_hostile_working_directory_resolves_to_nothing_here(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     odd = ["../../etc", "~", "a" * 5000, "/tmp/\u0000x"]
     claude_file(home).write_text("".join(line(n + 1, f"turn {n}", cwd=cwd) for n, cwd in enumerate(odd)))
@@ -376,7 +386,7 @@ def test_a_hostile_working_directory_resolves_to_nothing_here(tmp_path: Path, st
     assert [project for _, project in rows[:3]] == [None, None, None]  # never resolved against this process
 
 
-def test_a_turn_rewritten_in_place_replaces_its_stored_version(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_turn_rewritten_in_place_replaces_its_stored_version(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     where = home / ".gemini/tmp/abc/chats/session-2025-11-03T14-20-7c.json"
     where.parent.mkdir(parents=True)
@@ -396,7 +406,7 @@ def test_a_turn_rewritten_in_place_replaces_its_stored_version(tmp_path: Path, s
     assert firsts[0] == "Looking at the git log, then the tests." and "Looking at the git log." not in firsts
 
 
-def test_a_stopped_pass_ends_after_its_batch_and_the_next_goes_on_exactly(tmp_path: Path, store: SqliteStore) -> None:
+def test_a_stopped_pass_ends_after_its_batch_and_the_next_goes_on_exactly(tmp_path: Path, store: Store) -> None:
     home = tmp_path / "u"
     claude_file(home).write_text("".join(line(n, f"{n} {'z' * 2000}") for n in range(1, 1500)))  # several batches
     real = sources()[0]

@@ -1,5 +1,6 @@
 """Transcript ingest through the real daemon: its background poll, the session-end hook's pass, the status
-tool (counts, span, alarms) seen by the owner and by another user, the daemon log, doctor and the CLI."""
+tool (counts, span, alarms) seen by the owner and by another user, the daemon log, doctor and the CLI. Each
+test on both backends (tests/backend_home.py)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,25 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.helpers import PY, cli, env_for, serve_params, structured
+from tests import helpers
+from tests.backend_home import home, open_home_store, store_env
+from tests.helpers import PY, structured
 from tests.test_ingest import FIXTURES, PROJECT, install_all, line
 
 pytestmark = pytest.mark.anyio
+__all__ = ["home"]
+
+
+def env_for(home: Path, **env: str) -> dict[str, str]:
+    return helpers.env_for(home, **env, **store_env(home))
+
+
+def serve_params(home: Path, *args: str, **env: str) -> Any:
+    return helpers.serve_params(home, *args, **env, **store_env(home))
+
+
+def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return helpers.cli(home, *args, **env, **store_env(home))
 
 
 def user_home(tmp_path: Path) -> Path:
@@ -81,13 +97,14 @@ async def test_the_daemon_ingests_in_the_background_for_its_user_only(home: Path
             recalled = await bob.call_tool("memory_recall", {"query": "lighthouse keeper logbook"})
             assert not recalled.is_error and "logbook" not in json.dumps(structured(recalled))
     # Nothing stored twice across the passes.
-    db = home / "threadloom.db"
-    done = subprocess.run(
-        [PY, "-c", f"import sqlite3; c = sqlite3.connect('file:{db}?mode=ro', uri=True); "
-         "print(c.execute('SELECT COUNT(*), COUNT(DISTINCT source || key) FROM transcript_messages').fetchone())"],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    assert done.stdout.strip() == "(8, 8)"
+    store = open_home_store(home)
+    try:
+        counted = store.read(
+            lambda r: r.tuples("SELECT COUNT(*), COUNT(DISTINCT source || key) FROM transcript_messages")[0]
+        )
+    finally:
+        store.close()
+    assert tuple(counted) == (8, 8)
 
 
 async def test_session_end_triggers_a_pass_and_an_alarm_shows_everywhere(home: Path, tmp_path: Path) -> None:

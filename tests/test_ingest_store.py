@@ -1,5 +1,6 @@
 """The transcript tables (m019) and their store functions: keys unique per owner, revisions replace,
-cursors per file, coverage per source, and the owner-only visibility rule on the search documents."""
+cursors per file, coverage per source, and the owner-only visibility rule on the search documents. On both
+backends, but the batch-counting comparison (two SQLite files)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from tests.conftest import Backend
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document, Filters, MemoryScope, Viewer
 from threadloom.store import transcripts
@@ -42,8 +44,8 @@ def _put(w: Writer, owner: str, m: StoredMessage, revises: bool = False) -> tupl
     return written
 
 
-def test_a_key_is_stored_once_per_owner_and_a_revision_replaces_it(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "db.sqlite")
+def test_a_key_is_stored_once_per_owner_and_a_revision_replaces_it(backend: Backend) -> None:
+    store = backend.open()
     first = store.write(lambda w: _put(w, "ann", _message("k1", "the lighthouse keeper")))
     assert first is not None and first[1]
     assert store.write(lambda w: _put(w, "ann", _message("k1", "the lighthouse keeper"))) is None
@@ -62,8 +64,8 @@ def test_a_key_is_stored_once_per_owner_and_a_revision_replaces_it(tmp_path: Pat
     assert [(c["source"], c["messages"], c["sessions"]) for c in cover] == [("claude-code", 1, 1)]
 
 
-def test_cursors_are_per_owner_and_file(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "db.sqlite")
+def test_cursors_are_per_owner_and_file(backend: Backend) -> None:
+    store = backend.open()
     store.write(lambda w: transcripts.save_file(w, "ann", "codex", "/a.jsonl", '{"x":1}', {"records": 3}, None, 5))
     store.write(lambda w: transcripts.save_file(w, "ann", "codex", "/a.jsonl", '{"x":2}', {"records": 4}, "cut", 6))
     assert store.read(lambda r: transcripts.file_cursors(r, "ann", "codex")) == {"/a.jsonl": '{"x":2}'}
@@ -71,8 +73,8 @@ def test_cursors_are_per_owner_and_file(tmp_path: Path) -> None:
     assert store.read(lambda r: transcripts.file_stats(r, "ann", "codex")) == [{"records": 4}]
 
 
-def test_only_the_owner_finds_a_transcript_message(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "db.sqlite")
+def test_only_the_owner_finds_a_transcript_message(backend: Backend) -> None:
+    store = backend.open()
     store.write(lambda w: _put(w, "ann", _message("k1", "the lighthouse keeper")))
     engine = SearchEngine(store)
 

@@ -12,10 +12,12 @@ import pytest
 
 from tests import retention_world as rw
 from tests.conftest import Backend
+from threadloom.cli.retention import render_compaction
 from threadloom.clock import now_ms
 from threadloom.config import load_settings
 from threadloom.errors import ConfigError
 from threadloom.health.journal import jobs
+from threadloom.hygiene.compaction import Compaction
 from threadloom.hygiene.retention import Retention, Windows
 from threadloom.memory.maintenance import Maintenance
 from threadloom.memory.scoring import ScoringConfig
@@ -110,6 +112,22 @@ def test_a_pass_deletes_what_is_past_each_window_and_keeps_the_rest(world: World
     files = sorted(p.name for p in world.logs.iterdir())
     assert len(files) == 8 and not any("6f6c64" in name for name in files)  # "old" in hex: its files went
     assert world.store.integrity_check() == []
+
+
+def test_a_pass_then_compaction_says_what_each_did_on_each_backend(world: World) -> None:
+    """What `threadloom retention` runs: the pass, then compaction (SQLite: steps; PostgreSQL: VACUUM)."""
+    done = _retention(world).run("ana", now=world.now)
+    compacted = Compaction(world.store).run(convert=None, optimize=True, budget_s=60)
+
+    assert done["deleted"]["transcripts"] == 6 and compacted["ran"] is True
+    if isinstance(world.store, SqliteStore):
+        assert compacted["steps"] >= 1 and compacted["after"]["file_bytes"] > 0
+    else:
+        assert compacted["backend"] == "postgresql" and compacted["vacuum"]["tables"] >= 40
+        assert compacted["vacuum"]["dead_rows_removed"] >= 12  # the old messages and their documents, every user's
+    assert world.count("SELECT COUNT(*) FROM job_runs WHERE name = 'store.compaction'") == 1
+    assert world.count("SELECT COUNT(*) FROM job_leases WHERE name = 'store.hygiene'") == 0
+    assert render_compaction(compacted).startswith(("store file:", "compaction: VACUUM"))
 
 
 def test_the_report_counts_its_readers_rows_only(world: World) -> None:

@@ -1,19 +1,27 @@
-"""`threadloom retention` and `threadloom compact` as a person runs them: a real process over a real home."""
+"""`threadloom retention` and `threadloom compact` as a person runs them: a real process over a real home, its
+store on each backend (tests/backend_home.py)."""
 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
+from tests import helpers
 from tests import retention_world as rw
-from tests.helpers import cli
+from tests.backend_home import home, open_home_store, store_env
 from threadloom.clock import now_ms
 from threadloom.store.base import Writer
-from threadloom.store.sqlite import open_store
+
+__all__ = ["home"]
+
+
+def cli(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return helpers.cli(home, *args, **env, **store_env(home))
 
 
 def _seed(home: Path) -> None:
-    store = open_store(home / "threadloom.db")
+    store = open_home_store(home)
     now = now_ms()
 
     def rows(w: Writer) -> None:
@@ -35,7 +43,11 @@ def test_a_dry_run_then_a_pass_then_compaction_from_the_terminal(home: Path) -> 
 
     done = cli(home, "retention", THREADLOOM_USER="ana")
     assert done.returncode == 0, done.stderr
-    assert "signals" in done.stdout and "store file:" in done.stdout and "compaction:" in done.stdout
+    assert "signals" in done.stdout and "compaction:" in done.stdout
+    if store_env(home):  # PostgreSQL: what the VACUUM did
+        assert "compaction: VACUUM (ANALYZE) of" in done.stdout and "dead row versions removed" in done.stdout
+    else:
+        assert "store file:" in done.stdout
 
     again = json.loads(cli(home, "retention", "--json", THREADLOOM_USER="ben").stdout)
     assert again["deleted"]["signals"] == 0 and again["before"]["signals"]["rows"] == 1  # ana's pass took ben's too
@@ -43,6 +55,12 @@ def test_a_dry_run_then_a_pass_then_compaction_from_the_terminal(home: Path) -> 
     compacted = cli(home, "compact", "--json")
     assert compacted.returncode == 0, compacted.stderr
     assert json.loads(compacted.stdout)["ran"] is True
+    store = open_home_store(home)
+    try:
+        runs = store.read(lambda r: r.scalar("SELECT COUNT(*) FROM job_runs WHERE name = 'store.compaction'"))
+    finally:
+        store.close()
+    assert runs == 3  # after each of the two passes, and alone
 
 
 def test_a_window_of_zero_stops_the_command_naming_the_setting(home: Path) -> None:

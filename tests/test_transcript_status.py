@@ -4,16 +4,15 @@ counted."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from tests.conftest import Backend
 from threadloom.erasure.service import Eraser
 from threadloom.ingest.report import transcript_status
 from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
 from threadloom.store import transcripts
 from threadloom.store.erasure import Selector
-from threadloom.store.sqlite import open_store
 from threadloom.store.transcripts import StoredMessage
 
 AT = 1_780_000_000_000
@@ -38,8 +37,8 @@ def counts(store: Any, owner: str) -> tuple[int, int]:
     return (found[0]["messages"], found[0]["sessions"]) if found else (0, 0)
 
 
-def test_counts_follow_new_messages_and_erasure_and_stay_per_owner(tmp_path: Path) -> None:
-    store = open_store(tmp_path / "t.db")
+def test_counts_follow_new_messages_and_erasure_and_stay_per_owner(backend: Backend) -> None:
+    store = backend.open()
     try:
         add(store, "ann", "s1", 5)
         add(store, "bob", "b1", 3)

@@ -22,10 +22,35 @@ FORCE_WAIT_S = 10.0
 backup_app = typer.Typer(help="Consistent copies of the store, taken while servers run.", no_args_is_help=True)
 
 
+PgBin = Annotated[
+    Path | None,
+    typer.Option("--pg-bin", help="PostgreSQL store: the folder holding pg_dump and pg_restore (default: PATH)."),
+]
+
+
+def _url(s: Settings) -> str | None:
+    return s.store_url.get_secret_value() if s.store_url is not None else None
+
+
 @backup_app.command()
-def create(path: Annotated[Path, typer.Argument(help="Where to write the copy (must not exist).")]) -> None:
-    """Write a consistent snapshot of the store to PATH (VACUUM INTO), even while servers run."""
+def create(
+    path: Annotated[Path, typer.Argument(help="Where to write the copy (must not exist).")], pg_bin: PgBin = None
+) -> None:
+    """Write a consistent snapshot of the store to PATH, even while servers run: SQLite by VACUUM INTO; a
+    PostgreSQL store (THREADLOOM_STORE_URL) by pg_dump, the whole database in its custom format."""
     s = settings()
+    url = _url(s)
+    if url:
+        from threadloom.store.postgres_dump import dump
+
+        done = dump(url, path.absolute(), pg_bin)
+        out.print(
+            f"pg_dump of the whole database written to {done['path']} ({done['bytes']:,} bytes, {done['tables']} "
+            f"tables; {done['pg_dump']}); restore it into a new database with `threadloom backup restore`",
+            markup=False,
+            highlight=False,
+        )
+        return
     if not s.layout.database.exists():
         raise StoreError(f"there is no store at {s.layout.database} yet")
     store = SqliteStore(s.layout.database)
@@ -78,12 +103,27 @@ def restore(
     force: Annotated[
         bool, typer.Option("--force", help="Stop the daemon and restore even while servers use the store.")
     ] = False,
+    pg_bin: PgBin = None,
 ) -> None:
     """Replace the store with the backup at PATH. The current store is kept beside it.
 
-    Refuses while any threadloom server uses the store, unless --force.
+    Refuses while any threadloom server uses the store, unless --force. A PostgreSQL store
+    (THREADLOOM_STORE_URL): the pg_dump archive is loaded by pg_restore into that database, which must be
+    new and empty; a database holding a store is never overwritten.
     """
     s = settings()
+    url = _url(s)
+    if url:
+        from threadloom.store.postgres_dump import restore as pg_restore
+
+        done = pg_restore(url, path.absolute(), pg_bin)
+        out.print(
+            f"restored {path} ({done['tables']} tables, schema version {done['schema_version']}) into "
+            f"{done['database']}",
+            markup=False,
+            highlight=False,
+        )
+        return
     validate_backup(path.absolute())
     # Holding the store lock exclusively keeps every new server waiting until the restore is done.
     lock_fd = try_lock(s.layout.store_lock)

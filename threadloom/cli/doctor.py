@@ -17,6 +17,7 @@ from threadloom.cli.check import MODEL_WAIT_S, search_lines
 from threadloom.config import Settings
 from threadloom.daemon import control
 from threadloom.ingest import transcript_status
+from threadloom.runtime import open_settings_store
 from threadloom.search.embedders import LazyEmbedder, search_plan, search_report
 from threadloom.status import versions
 from threadloom.store.migrations import MIGRATIONS
@@ -45,7 +46,28 @@ def check_home(s: Settings) -> list[Check]:
     return [Check("home permissions", not mode & 0o077, f"{home} is {_mode(mode)} (want 0o700)")]
 
 
+def check_postgres(s: Settings) -> list[Check]:
+    """A PostgreSQL store (THREADLOOM_STORE_URL): reachable, pgvector and its indexes sound, migrations known."""
+    try:
+        store = open_settings_store(s)  # refuses a newer schema, a server without pgvector, a bad URL
+    except Exception as exc:  # noqa: BLE001 - any failure to open the store is the finding
+        return [Check("store readable", False, str(exc))]
+    try:
+        problems = store.integrity_check()
+        engine = ", ".join(f"{k} {v}" for k, v in store.engine().items())
+        applied = store.schema_version()
+    finally:
+        store.close()
+    return [
+        Check("store", True, f"{store.location} ({engine})"),
+        Check("store integrity", not problems, "ok" if not problems else "; ".join(problems[:3])),
+        Check("migrations", True, f"{applied}/{len(MIGRATIONS)} applied"),
+    ]
+
+
 def check_store(s: Settings) -> list[Check]:
+    if s.store_url is not None:
+        return check_postgres(s)
     db = s.layout.database
     if not db.exists():
         return [Check("store", True, f"{db} will be created on first use")]
@@ -122,9 +144,16 @@ def check_transcripts(s: Settings) -> list[Check]:
     """The transcript alarms (a source whose files yield no message: its format may have changed)."""
     if not s.ingest:
         return [Check("transcripts", True, "ingest is off (THREADLOOM_INGEST=false)", required=False)]
-    if not s.layout.database.exists():
+    if s.store_url is None and not s.layout.database.exists():
         return [Check("transcripts", True, "none ingested yet", required=False)]
-    store = SqliteStore(s.layout.database, busy_timeout_ms=s.busy_timeout_ms)
+    try:
+        store = (
+            open_settings_store(s)
+            if s.store_url is not None
+            else SqliteStore(s.layout.database, busy_timeout_ms=s.busy_timeout_ms)
+        )
+    except Exception as exc:  # noqa: BLE001 - the store checks say why
+        return [Check("transcripts", False, f"not readable: {exc}", required=False)]
     try:
         found = transcript_status(store, s.user)
     except Exception as exc:  # noqa: BLE001 - an older store without the tables: the store checks say why
@@ -177,8 +206,10 @@ def doctor(
         mark = "[green]ok[/green]" if c.ok else ("[red]FAIL[/red]" if c.required else "[yellow]-[/yellow]")
         table.add_row(c.name, mark, escape(c.detail))
     out.print(table)
-    out.print(f"home {s.home}\nstore {s.layout.database}\nsocket {s.layout.socket}\nlog {s.layout.daemon_log}")
-    out.print("versions " + ", ".join(f"{k} {v}" for k, v in versions(SqliteStore(s.layout.database)).items()))
+    where = s.layout.database if s.store_url is None else "PostgreSQL (THREADLOOM_STORE_URL; see the store check)"
+    out.print(f"home {s.home}\nstore {where}\nsocket {s.layout.socket}\nlog {s.layout.daemon_log}")
+    if s.store_url is None:  # PostgreSQL's versions are in its store check
+        out.print("versions " + ", ".join(f"{k} {v}" for k, v in versions(SqliteStore(s.layout.database)).items()))
     healthy = all(c.ok for c in checks if c.required)
     out.print("[green]healthy[/green]" if healthy else "[red]not healthy[/red]")
     raise typer.Exit(0 if healthy else 1)

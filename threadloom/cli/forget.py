@@ -37,7 +37,8 @@ def forget(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Erase your own data for good: the rows, their full-text index and vectors, and their bytes in the
-    database file (backups you made keep their copy). Selectors combine; at least one is required."""
+    database file (backups you made keep their copy). On a PostgreSQL store the changed tables are vacuumed,
+    and the output says what the server still keeps. Selectors combine; at least one is required."""
     s = settings()
     sel = Selector(session, project, source, instant(since, "--since"), instant(until, "--until"), text)
     kinds = tuple(kind) if kind else ("transcripts",)
@@ -73,7 +74,15 @@ def _show(result: dict[str, Any], as_json: bool) -> None:
     erased = ", ".join(f"{k} {v:,}" for k, v in result["erased"].items())
     out.print(f"erased: {erased}", markup=False)
     compaction = result.get("compaction")
-    if compaction:
+    if compaction and "vacuumed" in compaction:  # PostgreSQL (store/postgres_vacuum.py)
+        left = "" if compaction["complete"] else f" ({compaction['reason']})"
+        out.print(
+            f"vacuumed {len(compaction['vacuumed'])} tables: {compaction['dead_rows_removed']:,} old row versions "
+            f"removed{left}",
+            markup=False,
+        )
+        out.print(compaction["kept_by_postgresql"], markup=False)
+    elif compaction:
         left = "" if compaction["complete"] else " (a reader kept the log: run forget again to empty it)"
         out.print(
             f"file compacted: {compaction['bytes_before']:,} -> {compaction['db_bytes']:,} bytes, "

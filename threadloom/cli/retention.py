@@ -86,6 +86,14 @@ def render_retention(report: dict[str, Any]) -> str:
 def render_compaction(report: dict[str, Any]) -> str:
     if not report.get("ran"):
         return f"compaction: not run ({report.get('reason', '')})"
+    if report.get("backend") == "postgresql":
+        v = report["vacuum"]
+        return (
+            f"compaction: VACUUM (ANALYZE) of {v['tables']} tables in {report['seconds']} s; "
+            f"{v['dead_rows_removed']:,} dead row versions removed, {v['dead_rows_kept']:,} kept for older "
+            f"transactions; tables {v['bytes_before']:,} -> {v['bytes_after']:,} bytes "
+            "(freed space is reused; VACUUM FULL returns it)"
+        )
     before, after = report["before"], report["after"]
     lines = [
         f"store file: {before['file_bytes']:,} -> {after['file_bytes']:,} bytes, log {before['wal_bytes']:,} -> "

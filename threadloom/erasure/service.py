@@ -3,7 +3,8 @@
 A dry run (the default of both surfaces) counts what the selector picks per kind, with a short sample,
 and changes nothing. A real run removes it in one transaction (store/erasure.py says what each kind
 covers), then compacts the database file so the erased bytes are gone from it and from its write-ahead
-log. Only the caller's own rows are ever read, counted or removed: another user's rows are invisible
+log (on PostgreSQL: VACUUM of the tables the erasure changed, store/postgres_vacuum.py, which says what the
+server still keeps). Only the caller's own rows are ever read, counted or removed: another user's rows are invisible
 here, counts included. What the engine keeps in memory needs nothing more: every search reads its
 candidates' rows and float vectors back from SQLite, so an erased document never surfaces, and the
 kept candidate sets are dropped when the store's search generation moves (the deletes move it); the
@@ -37,6 +38,11 @@ BACKUPS_NOTE: Final = (
     "backups are not touched: a copy written by `threadloom backup create` (wherever you put it) and the "
     "threadloom.db.pre-restore-* files a restore keeps beside the store still hold what they held; delete "
     "them (or forget in a restored copy and back it up again) to erase the text there too"
+)
+PG_BACKUPS_NOTE: Final = (
+    "backups are not touched: a pg_dump archive written by `threadloom backup create`, the server's base backups, "
+    "archived WAL and replicas' copies of it still hold what they held until they expire; restore an archive into a "
+    "new database, forget there and dump it again, or delete it, to erase the text there too"
 )
 
 
@@ -109,11 +115,20 @@ class Eraser:
             result["learning_files"] = self._learning.apply(owner, planned, sel)
             if planned.kept:
                 result["kept_protected"] = planned.kept
-        if self._database is not None and any(isinstance(v, int) and v for v in erased.values()):
+        touched: list[str] = erased.pop(erasure.TOUCHED, [])
+        anything = any(isinstance(v, int) and v for v in erased.values())
+        if self._database is not None and anything:
             result["compaction"] = erasure.compact(self._database)
         elif self._database is not None:  # a VACUUM rewrites the whole file and holds every writer meanwhile
             result["compaction_skipped"] = "nothing was erased, so the file was not rewritten"
-        result["backups"] = {"note": BACKUPS_NOTE, "beside_store": self._kept_copies()}
+        elif self._store.dialect == "postgresql" and touched:
+            from threadloom.store.postgres import PostgresStore
+            from threadloom.store.postgres_vacuum import KEPT, vacuum
+
+            assert isinstance(self._store, PostgresStore)
+            result["compaction"] = vacuum(self._store, touched) | {"kept_by_postgresql": KEPT}
+        note = PG_BACKUPS_NOTE if self._store.dialect == "postgresql" else BACKUPS_NOTE
+        result["backups"] = {"note": note, "beside_store": self._kept_copies()}
         return result
 
     def _kept_copies(self) -> list[str]:

@@ -6,7 +6,8 @@ A step's size adapts to keep each hold near TARGET_HOLD_MS. The report says how 
 steps, the longest and total time the write lock was held (what a writer beside it can wait at most, plus its
 own busy-handler sleep), and the store file's figures before and after. A pass stops at its time budget; the
 next one goes on where it stopped. Recorded in `job_runs` as `store.compaction`; single-flight with retention
-by the `store.hygiene` lease.
+by the `store.hygiene` lease. On PostgreSQL a pass is one VACUUM (ANALYZE) of every table (store/postgres_vacuum.py):
+what it removed, what an older snapshot kept, the tables' bytes before and after.
 """
 
 from __future__ import annotations
@@ -62,11 +63,13 @@ class Compaction:
         whole full-text index into one segment (what drops deleted rows' entries; it rewrites the index, so a
         daily pass asks for it only after deleting documents); otherwise only the merges FTS5 would make anyway."""
         c = self._compactor
-        if c is None:
+        if c is None and self._store.dialect != "postgresql":
             return {"ran": False, "reason": "this store's backend reclaims space by itself"}
         me = holder()
         if take_lease and not self._store.write(lambda w: jobs.acquire(w, LEASE, me, now_ms(), LEASE_MS)):
             raise StoreBusy("another process is running retention or compaction; try again when it is done")
+        if c is None:
+            return self._vacuum(me if take_lease else None)
         started, clock = now_ms(), time.monotonic()
         report: dict[str, Any] = {"ran": True, "before": c.sizes()}
         try:
@@ -76,6 +79,28 @@ class Compaction:
             outcome: dict[str, Any] = {k: report[k] for k in ("freed_bytes", "steps", "longest_hold_ms") if k in report}
             self._store.write(partial(_finish, started=started, holder=me if take_lease else None, outcome=outcome))
         return report | {"seconds": round(time.monotonic() - clock, 3)}
+
+    def _vacuum(self, me: str | None) -> dict[str, Any]:
+        """PostgreSQL: VACUUM (ANALYZE) of every table, which readers and writers work beside (no step or budget:
+        it takes no lock they wait for); autovacuum does the same on its own schedule."""
+        from threadloom.store.postgres import PostgresStore
+        from threadloom.store.postgres_vacuum import vacuum
+
+        assert isinstance(self._store, PostgresStore)
+        started, clock = now_ms(), time.monotonic()
+        outcome: dict[str, Any] = {}
+        try:
+            done = vacuum(self._store)
+            outcome = {"tables": len(done["vacuumed"]), "dead_rows_removed": done["dead_rows_removed"]}
+        finally:
+            self._store.write(partial(_finish, started=started, holder=me, outcome=outcome))
+        return {
+            "ran": True,
+            "backend": "postgresql",
+            "vacuum": {k: v for k, v in done.items() if k != "vacuumed"} | {"tables": len(done["vacuumed"])},
+            "freed_bytes": int(done["bytes_before"]) - int(done["bytes_after"]),
+            "seconds": round(time.monotonic() - clock, 3),
+        }
 
     def _pass(self, c: Compactor, convert: bool | None, optimize: bool, deadline: float) -> dict[str, Any]:
         found: dict[str, Any] = {}

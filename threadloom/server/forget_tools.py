@@ -34,7 +34,8 @@ async def forget(
 ) -> dict[str, Any]:
     """Erase your own conversations, memories, notes, claims about you, style memory or learning data for
     good when the user asks to forget them: selectors combine (AND), at least one is required. First call
-    lists what would go (dry_run); then dry_run=false removes the text, its index and vectors, and compacts the file.
+    lists what would go (dry_run); then dry_run=false removes the text, its index and vectors, and compacts the store
+    (on PostgreSQL: VACUUM, and compaction.kept_by_postgresql says what the server still keeps).
 
     Returns {dry_run, would_erase: {kind: {count, sample}}, total} or {erased, compaction, backups}.
     """

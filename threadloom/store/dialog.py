@@ -103,7 +103,8 @@ def sessions_between(r: Reader, owner: str, since: int, until: int, project: str
     scope = "AND t.project = :p" if project is not None else ""
     return r.rows(
         "SELECT t.source, t.session_id, MAX(t.project) AS project, MIN(t.at) AS first_at, MAX(t.at) AS last_at, "
-        "COUNT(*) AS messages, SUM(t.role = 'user') AS user_messages FROM transcript_messages t "
+        "COUNT(*) AS messages, SUM(CASE WHEN t.role = 'user' THEN 1 ELSE 0 END) AS user_messages "
+        "FROM transcript_messages t "
         f"WHERE t.owner = :o AND t.at >= :since AND t.at < :until AND {LIVE} {scope} "
         "GROUP BY t.source, t.session_id ORDER BY first_at, t.session_id",
         {"o": owner, "since": since, "until": until, "p": project},

@@ -19,8 +19,10 @@ What a kind covers (always only rows whose owner is the caller):
 Each removed row's search document goes through `documents.remove` (FTS5 rows by the external-content
 delete trigger, vectors by ON DELETE CASCADE, term counts decremented); a term no document uses any
 more is dropped from `document_terms`, and the FTS5 index is merged (`optimize`) so the segments that
-still held the deleted terms are rewritten without them. SQLite-specific (`PRAGMA secure_delete`,
-FTS5 commands, VACUUM): the one backend is SQLite (store/sqlite.py).
+still held the deleted terms are rewritten without them. Those three (`PRAGMA secure_delete`, FTS5
+commands, `compact`'s VACUUM) are SQLite's; on PostgreSQL a document's terms are a `tsvector` column of its
+row and go with it, and `erase` names the tables it changed for the VACUUM after the commit
+(store/postgres_vacuum.py, which also says what PostgreSQL keeps).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ KINDS: Final = ("transcripts", "memories", "notes", *OTHER_KINDS, "learning")
 ERASED_ROLE: Final = "erased"
 SAMPLE_CHARS: Final = 80
 CHUNK: Final = 500
+TOUCHED: Final = "tables_touched"  # PostgreSQL: erase's answer also names the tables to vacuum
 _SAME_SOURCE: Final = {"claude": "claude-code", "claude-code": "claude"}  # the one name that differs
 _QUOTED: Final = {"transcripts": "message", "notes": "note"}  # a candidate's source, by the kind it quotes
 
@@ -186,8 +189,10 @@ def erase(
 ) -> dict[str, Any]:
     """Remove what `sel` picks of `owner`'s `kinds`, their search documents and the replay records that
     carry them, in the caller's transaction; counts of what went. `plan`: the learning entries to go."""
-    before = int(w.scalar("PRAGMA secure_delete"))
-    w.execute("PRAGMA secure_delete = ON")  # freed cells and pages are zeroed as they are freed, in this transaction
+    sqlite = w.dialect == "sqlite"
+    before = int(w.scalar("PRAGMA secure_delete")) if sqlite else 0
+    if sqlite:  # freed cells and pages are zeroed as they are freed, in this transaction
+        w.execute("PRAGMA secure_delete = ON")
     counts: dict[str, Any] = dict.fromkeys(kinds, 0)
     texts: list[str] = [] if sel.text is None else [_json_fragment(sel.text)]  # as JSON holds them
     memory_ids: list[str] = []
@@ -233,10 +238,22 @@ def erase(
     counts["replay_records"] = _drop_replays(w, owner, memory_ids + texts)
     counts["events"] = _blank_events(w, owner, texts)
     w.execute("DELETE FROM document_terms WHERE df <= 0 AND term <> ''")  # a term left behind names the text
+    if not sqlite:  # a document's terms are a column of its row; VACUUM follows the commit (postgres_vacuum.py)
+        counts[TOUCHED] = touched_tables(w)
+        return counts
     if docs:
         w.execute("INSERT INTO documents_fts (documents_fts) VALUES ('optimize')")
     w.execute(f"PRAGMA secure_delete = {before}")  # the connection's later writes go back to the usual cost
     return counts
+
+
+def touched_tables(r: Reader) -> list[str]:
+    """PostgreSQL: tables this transaction deleted or updated rows of, cascades and triggers' included."""
+    rows = r.tuples(
+        "SELECT relname FROM pg_stat_xact_user_tables WHERE schemaname = current_schema() "
+        "AND n_tup_del + n_tup_upd > 0 ORDER BY relname"
+    )
+    return [str(name) for (name,) in rows]
 
 
 def _sessions(r: Reader, ids: list[Any]) -> set[str]:

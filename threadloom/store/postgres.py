@@ -23,8 +23,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 from psycopg import errors as pg_errors
+from psycopg.abc import Buffer
 from psycopg.adapt import Dumper, Loader
 from psycopg.rows import dict_row
+from psycopg.types.string import StrDumperUnknown
 from psycopg_pool import ConnectionPool
 
 from threadloom.clock import now_ms
@@ -69,6 +71,14 @@ class _BoolDumper(Dumper):
 
     def dump(self, obj: Any) -> bytes:
         return b"1" if obj else b"0"
+
+
+class _StrDumper(StrDumperUnknown):
+    """PostgreSQL's text holds no NUL character, which SQLite's does (a transcript's hostile cwd, a pasted binary):
+    stored as U+FFFD, so the row is written rather than refused."""
+
+    def dump(self, obj: str) -> Buffer | None:
+        return super().dump(obj.replace("\x00", "\ufffd") if "\x00" in obj else obj)
 
 
 # An INSERT naming the `id` column among its columns (identity columns are all named `id` here).
@@ -139,6 +149,7 @@ class _Cursor:
 def _configure(conn: psycopg.Connection[Any]) -> None:
     conn.adapters.register_loader("numeric", _NumericLoader)
     conn.adapters.register_dumper(bool, _BoolDumper)
+    conn.adapters.register_dumper(str, _StrDumper)
 
 
 class PostgresStore:
@@ -286,9 +297,10 @@ class PostgresStore:
         return sum(1 for row in rows if row["name"] in names)
 
     def backup(self, dest: Path) -> None:
-        raise StoreError(
-            f"a PostgreSQL store is backed up by the database's own tools: pg_dump '{self.location}' > {dest}"
-        )
+        """pg_dump of the whole database into `dest` (postgres_dump.py; pg_dump must be on PATH)."""
+        from threadloom.store.postgres_dump import dump
+
+        dump(self.url, dest)
 
     def integrity_check(self) -> list[str]:
         def check(r: _Cursor) -> list[str]:

@@ -214,14 +214,15 @@ def coverage(r: Reader, owner: str) -> list[Row]:
     """Per source: messages, sessions, files and the covered time span (epoch ms) of `owner`'s transcripts.
     Counting reads every one of the owner's messages (95 ms at 40k), so the answer is kept per process until
     a message or file is added or a document removed (erasure: the search generation moves)."""
+    files = "MAX(rowid)" if r.dialect == "sqlite" else "COUNT(*)"  # PostgreSQL has no row number: files only grow
     marks = tuple(
         int(v or 0)
         for v in r.tuples(
-            "SELECT (SELECT MAX(id) FROM transcript_messages), (SELECT MAX(rowid) FROM transcript_files), "
+            f"SELECT (SELECT MAX(id) FROM transcript_messages), (SELECT {files} FROM transcript_files), "
             "(SELECT value FROM search_generation)"
         )[0]
     )
-    key = (str(r.scalar("SELECT file FROM pragma_database_list WHERE seq = 0")), owner)
+    key = (_database(r), owner)
     kept = _COVERED.get(key)
     if kept is not None and kept[0] == marks:
         return [dict(row) for row in kept[1]]
@@ -230,6 +231,13 @@ def coverage(r: Reader, owner: str) -> list[Row]:
         _COVERED.pop(next(iter(_COVERED)))
     _COVERED[key] = (marks, found)
     return [dict(row) for row in found]
+
+
+def _database(r: Reader) -> str:
+    """Which store `r` reads: the SQLite file, or the PostgreSQL server and database."""
+    if r.dialect == "sqlite":
+        return str(r.scalar("SELECT file FROM pragma_database_list WHERE seq = 0"))
+    return str(r.scalar("SELECT concat_ws(':', inet_server_addr(), inet_server_port(), current_database())"))
 
 
 def _coverage(r: Reader, owner: str) -> list[Row]:

@@ -1,0 +1,116 @@
+"""VACUUM on PostgreSQL: what `forget` and `threadloom compact` run there in place of SQLite's VACUUM,
+checkpoint and incremental_vacuum (store/erasure.py, store/compaction.py).
+
+A DELETE or UPDATE in PostgreSQL leaves the old row version (a dead tuple) in its table's pages, in its
+TOAST table's and as entries in its indexes (the full-text GIN index included) until VACUUM removes them.
+VACUUM (https://www.postgresql.org/docs/current/routine-vacuuming.html) runs outside any transaction and
+takes only a SHARE UPDATE EXCLUSIVE lock, so readers and writers go on meanwhile. It removes a dead tuple
+only when no open transaction can still see it: one holding an older snapshot keeps it, and VERBOSE's
+report says how many it kept ("dead but not yet removable"), which `vacuum` returns.
+
+What PostgreSQL still holds after it, said in `KEPT`: the removed tuples' bytes stay in the pages' free
+space until new rows overwrite them (only `VACUUM FULL`, which rewrites a table under an ACCESS EXCLUSIVE
+lock, or a dump and restore drops them), in the write-ahead log until its segments are recycled, and in
+archived WAL, base backups and dumps until they expire.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Sequence
+from typing import Any, Final
+
+import psycopg
+from psycopg import sql
+
+from threadloom.errors import StoreError
+from threadloom.store.postgres import PostgresStore
+
+KEPT: Final = (
+    "PostgreSQL: the touched tables were vacuumed, so the erased rows' old versions and their index entries are "
+    "gone from every query and their space is free for reuse; their bytes stay in the data files' free space "
+    "until new rows overwrite them (VACUUM FULL <table>, which locks the table while it rewrites it, drops them "
+    "at once), in the write-ahead log until its segments are recycled, and in archived WAL, base backups and "
+    "pg_dump files until those expire"
+)
+_DEAD = re.compile(r"(\d+) removed, \d+ remain, (\d+) are dead but not yet removable")
+
+
+def _bytes(conn: psycopg.Connection[Any], tables: Sequence[str]) -> int:
+    row = conn.execute(
+        "SELECT COALESCE(SUM(pg_total_relation_size(c.oid)), 0) FROM pg_class c "
+        "JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = current_schema() AND c.relname = ANY(%s)",
+        (list(tables),),
+    ).fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def all_tables(store: PostgresStore) -> list[str]:
+    return [
+        str(name)
+        for (name,) in store.read(
+            lambda r: r.tuples("SELECT tablename FROM pg_tables WHERE schemaname = current_schema() ORDER BY tablename")
+        )
+    ]
+
+
+def vacuum(store: PostgresStore, tables: Sequence[str] | None = None, *, retry_after_s: float = 1.0) -> dict[str, Any]:
+    """VACUUM (VERBOSE, ANALYZE) each of `tables` (every table of the schema when None); what it removed,
+    what an older snapshot kept, the tables' bytes before and after. A table where rows were kept is vacuumed
+    once more after `retry_after_s` (an autovacuum ANALYZE holds an older snapshot for a moment)."""
+    names = list(tables) if tables is not None else all_tables(store)
+    started = time.monotonic()
+    notices: list[str] = []
+
+    def heard(diagnostic: psycopg.errors.Diagnostic) -> None:
+        notices.append(str(diagnostic.message_primary or ""))
+
+    def one(conn: psycopg.Connection[Any], name: str) -> tuple[int, int]:
+        first = len(notices)
+        conn.execute(sql.SQL("VACUUM (VERBOSE, ANALYZE) {}").format(sql.Identifier(name)))
+        found = [(int(m.group(1)), int(m.group(2))) for line in notices[first:] for m in _DEAD.finditer(line)]
+        return sum(r for r, _ in found), sum(k for _, k in found)
+
+    removed: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    try:
+        with store.pool().connection() as conn:  # the pool's connections autocommit: VACUUM refuses a transaction
+            conn.add_notice_handler(heard)
+            try:
+                before = _bytes(conn, names)
+                for name in names:
+                    removed[name], kept[name] = one(conn, name)
+                again = [name for name in names if kept[name]]
+                if again:
+                    time.sleep(retry_after_s)
+                for name in again:
+                    more, kept[name] = one(conn, name)
+                    removed[name] += more
+                after = _bytes(conn, names)
+            finally:
+                conn.remove_notice_handler(heard)  # the connection goes back to the pool
+    except psycopg.Error as exc:
+        raise StoreError(f"VACUUM on {store.location} failed: {exc}; the rows are erased, run again") from None
+    skipped = [line for line in notices if "skipping" in line]  # e.g. a table this role does not own
+    held = {name: n for name, n in kept.items() if n}
+    report: dict[str, Any] = {
+        "vacuumed": names,
+        "dead_rows_removed": sum(removed.values()),
+        "dead_rows_kept": sum(held.values()),
+        "bytes_before": before,
+        "bytes_after": after,
+        "seconds": round(time.monotonic() - started, 3),
+        "complete": not held and not skipped,
+    }
+    if skipped:
+        report["skipped"] = skipped
+        report["reason"] = "this role may not vacuum the tables in `skipped`: vacuum them as their owner"
+    if held:
+        report["kept_in"] = held
+        report["reason"] = (
+            "a transaction older than the erasure (another session's, a pg_dump's, or autovacuum's ANALYZE) could "
+            "still see these old row versions, so VACUUM kept them; autovacuum removes them after it ends, or run "
+            "forget again"
+        )
+    return report
