@@ -32,7 +32,7 @@ class Document:
             raise InvalidInput(f"kind must be one of {', '.join(KINDS)}, not {self.kind!r}")
         if not self.ref or len(self.ref) > 200:
             raise InvalidInput("a document ref is 1-200 characters")
-        if not self.body.strip():
+        if not self.body or self.body.isspace():  # not strip(): no copy of a long body
             raise InvalidInput("a document needs a non-empty body")
         if len(self.body) > MAX_BODY_CHARS:
             raise InvalidInput(f"a document body is at most {MAX_BODY_CHARS:,} characters (got {len(self.body):,})")
