@@ -289,8 +289,10 @@ class Ingester:
         added = revised = 0
         docs = []
         assert b.rows is not None and b.result.cursor is not None
-        for row, revises, body in b.rows:
-            written = tables.upsert_message(w, self.config.owner, row, revises, now)
+        batch = [(row, revises) for row, revises, _ in b.rows]
+        for (row, _, body), written in zip(
+            b.rows, tables.upsert_messages(w, self.config.owner, batch, now), strict=True
+        ):
             if written is None:
                 continue
             doc = document(written[0], row, body)

@@ -7,7 +7,7 @@ upserts) lives in the backend. A backend is one file implementing `Store`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
@@ -41,6 +41,16 @@ class Writer(Reader, Protocol):
 
     def insert(self, sql: str, params: Params = None) -> int:
         """Run an INSERT; return the new row's integer id."""
+        ...
+
+    def execute_many(self, sql: str, params: Sequence[Params]) -> None:
+        """Run a statement once for each set of parameters, in order (PostgreSQL: one pipeline, not a round trip
+        each; an error may surface at the end, and fails the transaction all the same)."""
+        ...
+
+    def insert_many(self, sql: str, params: Sequence[Params]) -> list[int]:
+        """`insert` once for each set of parameters, in order: the new ids, in the same order (0 where the
+        statement inserted nothing, as `ON CONFLICT DO NOTHING` may)."""
         ...
 
     def notify(self, channel: str, payload: str = "") -> None:

@@ -84,23 +84,41 @@ def upsert(w: Writer, doc: Document, now: int) -> int:
 
 
 def upsert_many(w: Writer, docs: Sequence[Document], now: int) -> list[int]:
-    """`upsert` for a batch: held rows looked up in one statement per kind (a key given twice, again)."""
-    sql = "SELECT id, ref, content_hash, title, body FROM documents WHERE kind = :k AND ref IN (SELECT value "
+    """`upsert` for a batch: held rows looked up in one statement per kind, new rows inserted together, term
+    frequencies counted once (a key given twice is upserted again after the rest)."""
+    sql = "SELECT id, ref, content_hash, title, body FROM documents WHERE kind = :k AND ref "
+    # PostgreSQL: an array, looked up by the (kind, ref) index; its planner guessed a function's row count and
+    # hashed every document of the kind instead (a scan per batch that grew with the store).
+    sql += "= ANY(:r)" if w.dialect == "postgresql" else "IN (SELECT value FROM json_each(:r))"
     held: dict[tuple[str, str], Row] = {}
     for kind in {d.kind for d in docs}:
-        refs = json.dumps([d.ref for d in docs if d.kind == kind])
-        held.update(((kind, r["ref"]), r) for r in w.rows(sql + "FROM json_each(:r))", {"k": kind, "r": refs}))
-    ids, seen = [], set()
-    for doc in docs:
-        key = (doc.kind, doc.ref)
-        ids.append(upsert(w, doc, now) if key in seen else _write(w, doc, now, held.get(key)))
-        seen.add(key)
+        refs = [d.ref for d in docs if d.kind == kind]
+        given = refs if w.dialect == "postgresql" else json.dumps(refs)
+        held.update(((kind, r["ref"]), r) for r in w.rows(sql, {"k": kind, "r": given}))
+    ids: list[int] = [0] * len(docs)
+    fresh: list[tuple[int, dict[str, Any]]] = []
+    again: list[int] = []
+    seen: set[tuple[str, str]] = set()
+    with term_stats.batched(w):
+        for n, doc in enumerate(docs):
+            key = (doc.kind, doc.ref)
+            if key in seen:
+                again.append(n)
+            elif key in held:
+                ids[n] = _update(w, doc, _values(doc, now), held[key])
+            else:
+                fresh.append((n, _values(doc, now)))
+                term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
+            seen.add(key)
+        for (n, _), doc_id in zip(fresh, _insert(w, [values for _, values in fresh]), strict=True):
+            ids[n] = doc_id
+    for n in again:
+        ids[n] = upsert(w, docs[n], now)
     return ids
 
 
-def _write(w: Writer, doc: Document, now: int, found: Row | None) -> int:
-    digest = content_hash(doc)
-    values = {
+def _values(doc: Document, now: int) -> dict[str, Any]:
+    return {
         "kind": doc.kind,
         "ref": doc.ref,
         "project": doc.project,
@@ -109,32 +127,38 @@ def _write(w: Writer, doc: Document, now: int, found: Row | None) -> int:
         "status": doc.status,
         "title": doc.title,
         "body": doc.body,
-        "hash": digest,
+        "hash": content_hash(doc),
         "occurred_at": doc.occurred_at,
         "now": now,
     }
-    if found is None:
-        term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
+
+
+def _insert(w: Writer, rows: Sequence[dict[str, Any]]) -> list[int]:
+    if w.dialect == "postgresql":  # their terms in each row as it is inserted: no second version of it
+        return postgres_search.insert_documents(w, rows)
+    ids = []
+    for values in rows:
         doc_id = w.insert(
             "INSERT INTO documents (kind, ref, project, thread, source, status, title, body, content_hash, "
             "occurred_at, created_at, updated_at) VALUES (:kind, :ref, :project, :thread, :source, :status, "
             ":title, :body, :hash, :occurred_at, :now, :now)",
             values,
         )
-        if w.dialect == "postgresql":
-            postgres_search.index_text(w, doc_id, doc.title, doc.body)
-            return doc_id
         # Not a trigger (m026): FTS5 writes its pending terms out at every statement savepoint, and a trigger
         # opens one per row, so a batch of 5,000 turns became 5,000 one-row segments (110 vs 20 µs a row).
         w.execute("INSERT INTO documents_fts (rowid, title, body) VALUES (:id, :title, :body)", values | {"id": doc_id})
-        return doc_id
+        ids.append(doc_id)
+    return ids
+
+
+def _update(w: Writer, doc: Document, values: dict[str, Any], found: Row) -> int:
     w.execute(
         "UPDATE documents SET project = :project, thread = :thread, source = :source, status = :status, "
         "title = :title, body = :body, content_hash = :hash, occurred_at = :occurred_at, updated_at = :now "
         "WHERE id = :id",
         values | {"id": found["id"]},
     )
-    if found["content_hash"] != digest:
+    if found["content_hash"] != values["hash"]:
         w.execute("DELETE FROM document_vectors WHERE doc_id = :id", {"id": found["id"]})
         term_stats.count(w, f"{found['title']}\n{found['body']}", -1)
         term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
@@ -266,18 +290,21 @@ def neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> dict[int, lis
     for start in range(0, len(ids), 300):
         chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 300])}
         keys = ", ".join(":" + k for k in chunk)
-        rows = r.tuples(
-            f"""SELECT o.id,
-                  (SELECT max(d.id) FROM documents d
-                    WHERE d.thread = o.thread AND d.kind = o.kind AND d.id < o.id AND {where}),
-                  (SELECT min(d.id) FROM documents d
-                    WHERE d.thread = o.thread AND d.kind = o.kind AND d.id > o.id AND {where})
-                FROM documents o WHERE o.id IN ({keys}) AND o.thread IS NOT NULL""",
-            params | chunk,
-        )
+        rows = r.tuples(_neighbours_sql(r.dialect, where, keys), params | chunk)
         for i, before, after in rows:
             found[int(i)] = [int(x) for x in (before, after) if x is not None]
     return found
+
+
+def _neighbours_sql(dialect: str, where: str, keys: str) -> str:
+    same = "d.thread = o.thread AND d.kind = o.kind"
+    if dialect == "postgresql":  # its max() over a join aggregates the whole thread; LIMIT 1 walks the index
+        before = f"SELECT d.id FROM documents d WHERE {same} AND d.id < o.id AND {where} ORDER BY d.id DESC LIMIT 1"
+        after = f"SELECT d.id FROM documents d WHERE {same} AND d.id > o.id AND {where} ORDER BY d.id LIMIT 1"
+    else:
+        before = f"SELECT max(d.id) FROM documents d WHERE {same} AND d.id < o.id AND {where}"
+        after = f"SELECT min(d.id) FROM documents d WHERE {same} AND d.id > o.id AND {where}"
+    return f"SELECT o.id, ({before}), ({after}) FROM documents o WHERE o.id IN ({keys}) AND o.thread IS NOT NULL"
 
 
 def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tuple[int, int, float]]:

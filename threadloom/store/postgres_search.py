@@ -56,6 +56,18 @@ def index_text(w: Writer, doc_id: int, title: str, body: str) -> None:
     )
 
 
+def insert_documents(w: Writer, rows: Sequence[dict[str, Any]]) -> list[int]:
+    """New documents' rows with their terms and lengths in them (`rows` as documents.py names the columns),
+    in one pipeline; their ids in order."""
+    terms = [tsvector_of(values["title"], values["body"]) for values in rows]
+    return w.insert_many(
+        "INSERT INTO documents (kind, ref, project, thread, source, status, title, body, content_hash, "
+        "occurred_at, created_at, updated_at, fts, fts_len) VALUES (:kind, :ref, :project, :thread, :source, "
+        ":status, :title, :body, :hash, :occurred_at, :now, :now, CAST(:fts AS tsvector), :fts_len)",
+        [values | {"fts": literal, "fts_len": length} for values, (literal, length) in zip(rows, terms, strict=True)],
+    )
+
+
 def _tsquery(terms: Sequence[str]) -> tuple[str, dict[str, str]]:
     """An OR-query of the terms' stems (a term of several stems is a phrase, as FTS5 reads a quoted term),
     and each term's first stem."""
@@ -120,9 +132,8 @@ def _vector_text(vector: bytes) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.frombuffer(vector, dtype=np.float32)) + "]"
 
 
-def put_embedding(w: Writer, doc_id: int, fingerprint: str, vector: bytes) -> None:
-    """pgvector's copy of a vector just written, and the HNSW index of its dimension the first time."""
-    dimension = len(vector) // 4
+def _ensure_index(w: Writer, dimension: int) -> None:
+    """The HNSW index of vectors of this dimension, made the first time one is written."""
     database = str(w.scalar("SELECT current_database()"))
     with _indexed_lock:
         fresh = (database, dimension) not in _indexed
@@ -135,9 +146,29 @@ def put_embedding(w: Writer, doc_id: int, fingerprint: str, vector: bytes) -> No
         )
         with _indexed_lock:
             _indexed.add((database, dimension))
+
+
+def put_embedding(w: Writer, doc_id: int, fingerprint: str, vector: bytes) -> None:
+    """pgvector's copy of a vector just written, and the HNSW index of its dimension the first time."""
+    _ensure_index(w, len(vector) // 4)
     w.execute(
         "UPDATE document_vectors SET embedding = CAST(:e AS vector) WHERE doc_id = :id AND fingerprint = :fp",
         {"e": _vector_text(vector), "id": doc_id, "fp": fingerprint},
+    )
+
+
+def put_vectors(w: Writer, fingerprint: str, items: Sequence[tuple[int, str, bytes]]) -> None:
+    """Vectors with pgvector's copy in the same row (documents.py's `put_vectors`), in one pipeline."""
+    for dimension in sorted({len(vector) // 4 for _, _, vector in items}):
+        _ensure_index(w, dimension)
+    w.execute_many(
+        "INSERT INTO document_vectors (doc_id, fingerprint, content_hash, vector, embedding) "
+        "VALUES (:id, :fp, :h, :v, CAST(:e AS vector)) ON CONFLICT (doc_id, fingerprint) DO UPDATE SET "
+        "content_hash = excluded.content_hash, vector = excluded.vector, embedding = excluded.embedding",
+        [
+            {"id": doc_id, "fp": fingerprint, "h": digest, "v": vector, "e": _vector_text(vector)}
+            for doc_id, digest, vector in items
+        ],
     )
 
 

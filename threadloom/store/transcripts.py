@@ -23,6 +23,7 @@ A batch (messages read from one file and the cursor after them) is written in on
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +87,29 @@ def file_stats(r: Reader, owner: str, source: str) -> list[dict[str, Any]]:
 def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: int) -> tuple[int, bool] | None:
     """Store `m` unless its key is held with the same content; other content under a held key replaces it.
     Returns (row id, whether the row is new), or None when nothing was written."""
-    values = {
+    return upsert_messages(w, owner, [(m, revises)], now)[0]
+
+
+def upsert_messages(
+    w: Writer, owner: str, batch: Sequence[tuple[StoredMessage, bool]], now: int
+) -> list[tuple[int, bool] | None]:
+    """`upsert_message` for each of a batch, in order: the new rows inserted together (one pipeline on
+    PostgreSQL), then each held key compared and rewritten in the batch's order."""
+    values = [_values(owner, m, now) for m, _ in batch]
+    inserted = w.insert_many(
+        "INSERT INTO transcript_messages (owner, source, session_id, key, role, text, tools, at, cwd, project, "
+        "model, format, path, offset, ingested_at) VALUES (:o, :src, :sid, :k, :role, :t, :tools, :at, :cwd, "
+        ":proj, :model, :fmt, :path, :off, :now) ON CONFLICT (owner, source, key) DO NOTHING RETURNING id",
+        values,
+    )
+    return [
+        (new_id, True) if new_id else _rewrite(w, m, revises, v)
+        for (m, revises), v, new_id in zip(batch, values, inserted, strict=True)
+    ]
+
+
+def _values(owner: str, m: StoredMessage, now: int) -> dict[str, Any]:
+    return {
         "o": owner,
         "src": m.source,
         "sid": m.session_id,
@@ -103,14 +126,10 @@ def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: 
         "off": m.offset,
         "now": now,
     }
-    inserted = w.tuples(  # tuples: no row dict built for each of a batch's messages
-        "INSERT INTO transcript_messages (owner, source, session_id, key, role, text, tools, at, cwd, project, "
-        "model, format, path, offset, ingested_at) VALUES (:o, :src, :sid, :k, :role, :t, :tools, :at, :cwd, "
-        ":proj, :model, :fmt, :path, :off, :now) ON CONFLICT (owner, source, key) DO NOTHING RETURNING id",
-        values,
-    )
-    if inserted:
-        return int(inserted[0][0]), True
+
+
+def _rewrite(w: Writer, m: StoredMessage, revises: bool, values: dict[str, Any]) -> tuple[int, bool] | None:
+    """A held key: rewritten when its content differs (see `upsert_message`)."""
     found = w.one(
         "SELECT id, role, text, tools FROM transcript_messages WHERE owner = :o AND source = :src AND key = :k", values
     )
