@@ -96,7 +96,9 @@ def _weights(r: Reader, terms: Sequence[str]) -> tuple[str, dict[str, str], floa
 _BM25 = (
     "SELECT c.id, SUM(CAST(i.value AS DOUBLE PRECISION) * t.tf * (:k1 + 1) "
     "/ (t.tf + :k1 * (1 - :b + :b * c.fts_len / :avg))) AS score FROM candidates c "
-    "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions) AS tf FROM unnest(c.fts) u) t "
+    # Only the query's stems are unnested: weight A marks them, ts_filter keeps them (C, not a row per lexeme).
+    "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions) AS tf "
+    "FROM unnest(ts_filter(setweight(c.fts, 'A', CAST(:stems AS TEXT[])), '{a}')) u) t "
     "JOIN json_each(:idf) i ON i.key = t.lexeme "
     "GROUP BY c.id ORDER BY score DESC, c.id LIMIT :limit"
 )
@@ -107,10 +109,11 @@ def lexical(r: Reader, terms: Sequence[str], where: str, params: dict[str, Any],
     query, weights, average = _weights(r, terms)
     if not query:
         return []
+    stems = list(json.loads(weights["idf"]))
     rows = r.tuples(
         "WITH candidates AS (SELECT d.id, d.fts, d.fts_len FROM documents d "
         f"WHERE d.fts @@ CAST(:q AS tsquery) AND {where}) " + _BM25,
-        params | weights | {"q": query, "k1": K1, "b": B, "avg": average, "limit": limit},
+        params | weights | {"q": query, "k1": K1, "b": B, "avg": average, "limit": limit, "stems": stems},
     )
     return [(int(i), float(score)) for i, score in rows]
 
