@@ -85,7 +85,7 @@ def opened(backend: str, admin: str) -> Iterator[Store]:
             finally:
                 store.close()
         return
-    name = f"bench_{next(_names)}"
+    name = f"bench_{os.getpid()}_{next(_names)}"  # apart from another run on the same server
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}".encode())
     head, _, query = admin.partition("?")
