@@ -49,11 +49,16 @@ def tsvector_of(title: str, body: str) -> tuple[str, int]:
 
 def index_text(w: Writer, doc_id: int, title: str, body: str) -> None:
     """Write a document's terms (beside its row, in the same transaction; the length total follows by trigger)."""
-    literal, length = tsvector_of(title, body)
-    w.execute(
-        "UPDATE documents SET fts = CAST(:fts AS tsvector), fts_len = :n WHERE id = :id",
-        {"fts": literal, "n": length, "id": doc_id},
-    )
+    index_texts(w, [(doc_id, title, body)])
+
+
+def index_texts(w: Writer, docs: Sequence[tuple[int, str, str]]) -> None:
+    """`index_text` for (id, title, body) of each document, in one pipeline."""
+    rows = []
+    for doc_id, title, body in docs:
+        literal, length = tsvector_of(title, body)
+        rows.append({"fts": literal, "n": length, "id": doc_id})
+    w.execute_many("UPDATE documents SET fts = CAST(:fts AS tsvector), fts_len = :n WHERE id = :id", rows)
 
 
 def insert_documents(w: Writer, rows: Sequence[dict[str, Any]]) -> list[int]:
@@ -151,12 +156,14 @@ def _ensure_index(w: Writer, dimension: int) -> None:
             _indexed.add((database, dimension))
 
 
-def put_embedding(w: Writer, doc_id: int, fingerprint: str, vector: bytes) -> None:
-    """pgvector's copy of a vector just written, and the HNSW index of its dimension the first time."""
-    _ensure_index(w, len(vector) // 4)
-    w.execute(
+def put_embeddings(w: Writer, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+    """pgvector's copy of vectors just written (document id, fingerprint, float32 bytes), in one pipeline, and
+    the HNSW index of their dimension the first time."""
+    for dimension in sorted({len(vector) // 4 for _, _, vector in vectors}):
+        _ensure_index(w, dimension)
+    w.execute_many(
         "UPDATE document_vectors SET embedding = CAST(:e AS vector) WHERE doc_id = :id AND fingerprint = :fp",
-        {"e": _vector_text(vector), "id": doc_id, "fp": fingerprint},
+        [{"e": _vector_text(vector), "id": doc_id, "fp": fp} for doc_id, fp, vector in vectors],
     )
 
 
