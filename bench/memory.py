@@ -101,23 +101,23 @@ def cold_start(home: Path, query: str, prov: Provenance) -> float:
 
 
 def bulk_insert(w: Writer, rows: list[dict[str, object]], prov: Provenance) -> None:
-    """Rows straight into the tables, without the service's similarity search: only to reach a size."""
+    """Rows straight into the tables, without the service's similarity search: only to reach a size. Through
+    the store's batch writes (memories, their entities, their documents: a statement per table per batch)."""
     now = now_ms()
+    batch = []
     for row in rows:
         new = NewMemory(content=str(row["content"]), category=str(row["category"]), entities=tuple(row["entities"]))  # type: ignore[arg-type]
-        memory_id = new_memory_id()
-        values = {
-            "id": memory_id, "content": new.content, "summary": None, "category": new.category, "kind": "fact",
+        batch.append({
+            "id": new_memory_id(), "content": new.content, "summary": None, "category": new.category, "kind": "fact",
             "entities": json.dumps(list(new.entities)), "project": prov.project, "visibility": "private",
             "owner": "bench", "org": "bench", "status": "active", "pinned": 0, "core_key": None, "core_priority": None,
             "session_id": prov.session_id, "vendor": prov.vendor, "origin": prov.origin,
             "content_hash": content_digest(new.content), "idempotency_key": None, "created_at": now,
             "valid_from": now, "decay_score": 0.15,
-        }  # fmt: skip
-        mem_store.insert(w, values)
-        memory = mem_store.get(w, memory_id)
-        assert memory is not None
-        documents.upsert(w, memory_document(memory), now)
+        })  # fmt: skip
+    mem_store.insert_many(w, batch)
+    stored = mem_store.get_many(w, [values["id"] for values in batch])
+    documents.upsert_many(w, [memory_document(stored[values["id"]]) for values in batch], now)
 
 
 def run_size(n: int, n_queries: int, embedder_name: str, measured: int, force_bulk: bool = False) -> dict[str, Any]:

@@ -3,20 +3,22 @@
   locomo  LoCoMo's test split (44 47 48 49 50) through path (a) of bench/locomo.py (each turn stored by
           `MemoryService.store`, each question asked through `MemoryRecall.recall`), every conversation
           into a fresh store of each backend: evidence recall@5/10/20 over categories 1-4 and latency.
-  scale   N memories of bench/memory_data.py (bulk-loaded as bench/memory.py does above 20k, the last 1,000
-          through the service), then questions recalled read-only: p50/p95 on each backend.
+  scale   N memories of bench/memory_data.py (bulk-loaded by the store's batch writes as bench/memory.py does
+          above 20k, then embedded when a model is on; the last 1,000 through the service), then questions
+          recalled through the service as memory_recall does and read-only: memories/s, p50/p95 on each backend.
 
 The PostgreSQL server is `--url` (databases are made and dropped in it), else a throwaway pgserver cluster
 (PostgreSQL 16 with pgvector) in a temporary folder, started here and timed.
 
     python bench/postgres.py locomo [--embedder none|local] [--cache DIR]
-    python bench/postgres.py scale [--n 100000] [--queries 200]
+    python bench/postgres.py scale [--n 100000] [--queries 200] [--embedder none|local] [--cache DIR]
 """
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import os
 import statistics
 import sys
 import tempfile
@@ -27,6 +29,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import psycopg
 
@@ -40,6 +43,7 @@ from threadloom.memory.reactivation import Reactivations
 from threadloom.memory.recall import MemoryRecall
 from threadloom.memory.scoring import ScoringConfig
 from threadloom.memory.service import MemoryService
+from threadloom.search.embedder import Embedder
 from threadloom.search.engine import SearchEngine, SearchTuning
 from threadloom.store.base import Store
 from threadloom.store.postgres import open_postgres
@@ -81,7 +85,7 @@ def opened(backend: str, admin: str) -> Iterator[Store]:
             finally:
                 store.close()
         return
-    name = f"bench_{next(_names)}"
+    name = f"bench_{os.getpid()}_{next(_names)}"  # apart from another run on the same server
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f"CREATE DATABASE {name}".encode())
     head, _, query = admin.partition("?")
@@ -130,22 +134,49 @@ def run_locomo(args: argparse.Namespace, admin: str) -> None:
 def run_scale(args: argparse.Namespace, admin: str) -> None:
     rows = list(memories(args.n))
     asked = list(queries(args.queries))
+    embedder = locomo.make_embedder(args.embedder, args.cache, args.threads)
+    name = embedder.fingerprint if embedder else "none"
+    print(f"scale: n={args.n:,} (the last {args.measured:,} through the service), {args.queries} questions, "
+          f"embedder {name}, load {load()}", flush=True)  # fmt: skip
     for backend in BACKENDS:
         with opened(backend, admin) as store, tempfile.TemporaryDirectory(prefix="tlproj") as project:
-            bulk_s, store_times, recall_times = scale_one(store, Path(project), rows, asked, args)
+            r = scale_one(store, Path(project), rows, asked, args, embedder)
+        vectors = f", vectors {r['vectors_s']:.1f} s" if embedder else ""
         print(
-            f"{backend:11} n={args.n:,}: bulk {bulk_s:.1f} s; store p50 {pct(store_times, 0.5) * 1000:.2f} ms "
-            f"p95 {pct(store_times, 0.95) * 1000:.2f} ms; recall (read-only, k=10, no model) "
-            f"p50 {pct(recall_times, 0.5) * 1000:.2f} ms p95 {pct(recall_times, 0.95) * 1000:.2f} ms",
+            f"{backend:11} bulk {r['bulk']:,} in {r['bulk_s']:.1f} s ({r['bulk'] / max(r['bulk_s'], 1e-9):,.0f} "
+            f"memories/s{vectors}); service store p50 {ms(r['store'], 0.5)} p95 {ms(r['store'], 0.95)} ms "
+            f"({len(r['store']) / sum(r['store']):.1f}/s); memory_recall k=10 p50 {ms(r['recall'], 0.5)} "
+            f"p95 {ms(r['recall'], 0.95)} ms, read-only p50 {ms(r['read_only'], 0.5)} p95 {ms(r['read_only'], 0.95)} "
+            f"ms; load {r['load']}",
             flush=True,
         )
+    if isinstance(embedder, locomo.CachedEmbedder):
+        embedder.save()
+    print("bulk: memories, entities and documents by the store's batch writes, 5,000 a transaction; service store:")
+    print("MemoryService.store, durable, one at a time; memory_recall: MemoryRecall.recall as the tool calls it")
+    print("(reactivation queued and written in the background), and read-only, interleaved; the query's embedding")
+    print("is inside the time when a model is on. load: the 1-minute load average before -> after, on 2 cores.")
+
+
+def load() -> str:
+    return f"{os.getloadavg()[0]:.1f}"
+
+
+def ms(times: list[float], q: float) -> str:
+    return f"{pct(times, q) * 1000:.1f}"
 
 
 def scale_one(
-    store: Store, project: Path, rows: list[dict[str, object]], asked: list[str], args: argparse.Namespace
-) -> tuple[float, list[float], list[float]]:
+    store: Store,
+    project: Path,
+    rows: list[dict[str, object]],
+    asked: list[str],
+    args: argparse.Namespace,
+    embedder: Embedder | None,
+) -> dict[str, Any]:
+    before = load()
     prov = replace(memory_bench.PROV, project=str(project.resolve()))
-    engine = SearchEngine(store, None)
+    engine = SearchEngine(store, embedder)
     config = ScoringConfig()
     service = MemoryService(store, engine, config)
     recall = MemoryRecall(store, engine, config, Reactivations(store))
@@ -155,6 +186,9 @@ def scale_one(
         part = rows[start : min(start + 5_000, bulk)]
         store.write(lambda w, part=part: memory_bench.bulk_insert(w, part, prov))
     bulk_s = time.perf_counter() - started
+    started = time.perf_counter()
+    engine.embed_pending()  # the bulk rows' vectors, as the background job gives them
+    vectors_s = time.perf_counter() - started
 
     def store_one(row: dict[str, object]) -> object:
         entities = tuple(str(e) for e in row["entities"])  # type: ignore[attr-defined]
@@ -162,9 +196,23 @@ def scale_one(
         return service.store(new, prov)
 
     store_times = timed(store_one, rows[bulk:])  # type: ignore[arg-type]
-    recall_times = timed(lambda q: recall.recall(str(q), prov, k=10, read_only=True), asked)  # type: ignore[arg-type]
+    recall_times: list[float] = []
+    read_only_times: list[float] = []
+    for i, q in enumerate(asked):
+        for read_only in (False, True) if i % 2 else (True, False):
+            started = time.perf_counter()
+            recall.recall(q, prov, k=10, read_only=read_only)
+            (read_only_times if read_only else recall_times).append(time.perf_counter() - started)
     recall.reactivations.close()
-    return bulk_s, store_times, recall_times
+    return {
+        "bulk": bulk,
+        "bulk_s": bulk_s,
+        "vectors_s": vectors_s,
+        "store": store_times,
+        "recall": recall_times,
+        "read_only": read_only_times,
+        "load": f"{before} -> {load()}",
+    }
 
 
 def timed(fn: Callable[[object], object], items: list[object]) -> list[float]:

@@ -126,7 +126,7 @@ def test_a_batch_of_messages_ends_as_one_by_one_upserts_do(tmp_path: Path) -> No
 
     one, many = seeded("one.db"), seeded("many.db")
     expected = one.write(lambda w: [transcripts.upsert_message(w, "ann", m, r, now=2) for m, r in batch])
-    got = many.write(lambda w: transcripts.add_messages(w, "ann", batch, now=2))
+    got = many.write(lambda w: transcripts.upsert_messages(w, "ann", batch, now=2))
     assert got == expected
     assert [g is None for g in got] == [False, True, False, False, False, True, False]
 

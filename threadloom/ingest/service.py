@@ -287,8 +287,8 @@ class Ingester:
         added = revised = 0
         docs, known = [], []
         assert b.rows is not None and b.result.cursor is not None
-        results = tables.add_messages(w, self.config.owner, [(p.row, p.revises) for p in b.rows], now)
-        for p, written in zip(b.rows, results, strict=True):
+        batch = [(p.row, p.revises) for p in b.rows]
+        for p, written in zip(b.rows, tables.upsert_messages(w, self.config.owner, batch, now), strict=True):
             if written is None:
                 continue
             doc = document(written[0], p)

@@ -246,12 +246,13 @@ class SearchEngine:
             vectors = embedder.embed_documents(texts)
 
             def write(w: Writer, rows: list[dict[str, object]] = batch, vecs: object = vectors) -> None:
-                for row, vec in zip(rows, vecs, strict=True):  # type: ignore[call-overload]
-                    current = w.scalar("SELECT content_hash FROM documents WHERE id = :id", {"id": row["id"]})
-                    if current == row["content_hash"]:  # skip a row that changed or vanished meanwhile
-                        document_vectors.put_vector(
-                            w, int(str(row["id"])), fp, str(current), vec.astype("float32").tobytes()
-                        )
+                current = document_vectors.content_hashes(w, [int(str(row["id"])) for row in rows])
+                items = [
+                    (int(str(row["id"])), str(row["content_hash"]), vec.astype("float32").tobytes())
+                    for row, vec in zip(rows, vecs, strict=True)  # type: ignore[call-overload]
+                    if current.get(int(str(row["id"]))) == row["content_hash"]  # not one changed or gone meanwhile
+                ]
+                document_vectors.put_vectors(w, fp, items)
 
             self._store.write(write)
             embedded += len(batch)

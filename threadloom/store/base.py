@@ -43,8 +43,14 @@ class Writer(Reader, Protocol):
         """Run an INSERT; return the new row's integer id."""
         ...
 
-    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        """Run one statement with positional parameters (`?`) once per row: a bulk write prepared once."""
+    def execute_many(self, sql: str, params: Sequence[Params]) -> None:
+        """Run a statement once for each set of parameters, in order (PostgreSQL: one pipeline, not a round trip
+        each; an error may surface at the end, and fails the transaction all the same)."""
+        ...
+
+    def insert_many(self, sql: str, params: Sequence[Params]) -> list[int]:
+        """`insert` once for each set of parameters, in order: the new ids, in the same order (0 where the
+        statement inserted nothing, as `ON CONFLICT DO NOTHING` may)."""
         ...
 
     def notify(self, channel: str, payload: str = "") -> None:

@@ -10,17 +10,33 @@ from threadloom.search.model import Filters
 from threadloom.store import postgres_search
 from threadloom.store.base import Reader, Row, Writer
 from threadloom.store.documents import CONTEXT_CHARS, filter_sql
+from threadloom.store.sql import placeholders
+
+_PUT = (
+    "INSERT INTO document_vectors (doc_id, fingerprint, content_hash, vector) VALUES (:id, :fp, :h, :v) "
+    "ON CONFLICT (doc_id, fingerprint) DO UPDATE SET content_hash = excluded.content_hash, vector = excluded.vector"
+)
 
 
 def put_vector(w: Writer, doc_id: int, fingerprint: str, digest: str, vector: bytes) -> None:
-    w.execute(
-        "INSERT INTO document_vectors (doc_id, fingerprint, content_hash, vector) VALUES (:id, :fp, :h, :v) "
-        "ON CONFLICT (doc_id, fingerprint) DO UPDATE SET content_hash = excluded.content_hash, "
-        "vector = excluded.vector",
-        {"id": doc_id, "fp": fingerprint, "h": digest, "v": vector},
-    )
+    put_vectors(w, fingerprint, [(doc_id, digest, vector)])
+
+
+def put_vectors(w: Writer, fingerprint: str, items: Sequence[tuple[int, str, bytes]]) -> None:
+    """Vectors of this fingerprint: (document id, the content hash it was computed from, float32 bytes)."""
     if w.dialect == "postgresql":
-        postgres_search.put_embedding(w, doc_id, fingerprint, vector)
+        postgres_search.put_vectors(w, fingerprint, items)
+        return
+    w.execute_many(_PUT, [{"id": i, "fp": fingerprint, "h": digest, "v": vector} for i, digest, vector in items])
+
+
+def content_hashes(r: Reader, ids: Sequence[int]) -> dict[int, str]:
+    """The current content hash of each of these documents that exists."""
+    found: dict[int, str] = {}
+    for start in range(0, len(ids), 400):
+        keys, params = placeholders("i", ids[start : start + 400])
+        found.update(r.tuples(f"SELECT id, content_hash FROM documents WHERE id IN ({keys})", params))
+    return found
 
 
 def unembedded(r: Reader, fingerprint: str, limit: int, after_id: int = 0, changed_since: int = 0) -> list[Row]:

@@ -84,46 +84,43 @@ def upsert(w: Writer, doc: Document, now: int) -> int:
 
 
 def upsert_many(w: Writer, docs: Sequence[Document], now: int, ahead: Sequence[Ahead] | None = None) -> list[int]:
-    """`upsert` for a batch: held rows looked up in one statement per kind (a key given twice, again);
-    `ahead`, when given, is each document's `Ahead.of` its title and body."""
-    sql = "SELECT id, ref, content_hash, title, body FROM documents WHERE kind = :k AND ref IN (SELECT value "
+    """`upsert` for a batch: held rows looked up in one statement per kind, new rows inserted together, term
+    frequencies counted once (a key given twice is upserted again after the rest). `ahead`, when given, is
+    each document's `Ahead.of` its title and body, worked out before the transaction."""
+    sql = "SELECT id, ref, content_hash, title, body FROM documents WHERE kind = :k AND ref "
+    # PostgreSQL: an array, looked up by the (kind, ref) index; its planner guessed a function's row count and
+    # hashed every document of the kind instead (a scan per batch that grew with the store).
+    sql += "= ANY(:r)" if w.dialect == "postgresql" else "IN (SELECT value FROM json_each(:r))"
     held: dict[tuple[str, str], Row] = {}
     for kind in {d.kind for d in docs}:
-        refs = json.dumps([d.ref for d in docs if d.kind == kind])
-        held.update(((kind, r["ref"]), r) for r in w.rows(sql + "FROM json_each(:r))", {"k": kind, "r": refs}))
+        refs = [d.ref for d in docs if d.kind == kind]
+        given = refs if w.dialect == "postgresql" else json.dumps(refs)
+        held.update(((kind, r["ref"]), r) for r in w.rows(sql, {"k": kind, "r": given}))
+    ids: list[int] = [0] * len(docs)
+    fresh: list[tuple[int, dict[str, Any]]] = []
+    again: list[int] = []
     seen: set[tuple[str, str]] = set()
-    if w.dialect != "sqlite":
-        ids = []
-        for doc in docs:
+    with term_stats.batched(w):
+        for n, doc in enumerate(docs):
             key = (doc.kind, doc.ref)
-            ids.append(upsert(w, doc, now) if key in seen else _write(w, doc, now, held.get(key)))
+            if key in seen:
+                again.append(n)
+            elif key in held:
+                ids[n] = _update(w, doc, _values(doc, now), held[key])
+            else:
+                known = ahead[n] if ahead is not None else Ahead.of(doc.title, doc.body)
+                fresh.append((n, _values(doc, now, known.digest)))
+                term_stats.count(w, known.terms, 1)
             seen.add(key)
-        return ids
-    # New rows (nearly all of a transcript batch) go in by one prepared statement each for the rows and
-    # their full-text entries, ids assigned in order under the write lock; the rest follow one by one.
-    fresh: list[int] = []
-    later: list[int] = []
-    for n, doc in enumerate(docs):
-        key = (doc.kind, doc.ref)
-        (later if key in held or key in seen else fresh).append(n)
-        seen.add(key)
-    found: list[int] = [0] * len(docs)
-    known = None if ahead is None else [ahead[n] for n in fresh]
-    for n, doc_id in zip(fresh, insert_new(w, [docs[n] for n in fresh], now, known), strict=True):
-        found[n] = doc_id
-    for n in later:  # held, or met earlier in the batch: the row as it stands now
-        doc = docs[n]
-        current = w.one(
-            "SELECT id, ref, content_hash, title, body FROM documents WHERE kind = :k AND ref = :r",
-            {"k": doc.kind, "r": doc.ref},
-        )
-        found[n] = _write(w, doc, now, current)
-    return found
+        for (n, _), doc_id in zip(fresh, _insert(w, [values for _, values in fresh]), strict=True):
+            ids[n] = doc_id
+    for n in again:
+        ids[n] = upsert(w, docs[n], now)
+    return ids
 
 
-def _write(w: Writer, doc: Document, now: int, found: Row | None) -> int:
-    digest = content_hash(doc)
-    values = {
+def _values(doc: Document, now: int, digest: str | None = None) -> dict[str, Any]:
+    return {
         "kind": doc.kind,
         "ref": doc.ref,
         "project": doc.project,
@@ -132,32 +129,26 @@ def _write(w: Writer, doc: Document, now: int, found: Row | None) -> int:
         "status": doc.status,
         "title": doc.title,
         "body": doc.body,
-        "hash": digest,
+        "hash": digest or content_hash(doc),
         "occurred_at": doc.occurred_at,
         "now": now,
     }
-    if found is None:
-        term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
-        doc_id = w.insert(
-            "INSERT INTO documents (kind, ref, project, thread, source, status, title, body, content_hash, "
-            "occurred_at, created_at, updated_at) VALUES (:kind, :ref, :project, :thread, :source, :status, "
-            ":title, :body, :hash, :occurred_at, :now, :now)",
-            values,
-        )
-        if w.dialect == "postgresql":
-            postgres_search.index_text(w, doc_id, doc.title, doc.body)
-            return doc_id
-        # Not a trigger (m026): FTS5 writes its pending terms out at every statement savepoint, and a trigger
-        # opens one per row, so a batch of 5,000 turns became 5,000 one-row segments (110 vs 20 µs a row).
-        w.execute("INSERT INTO documents_fts (rowid, title, body) VALUES (:id, :title, :body)", values | {"id": doc_id})
-        return doc_id
+
+
+def _insert(w: Writer, rows: Sequence[dict[str, Any]]) -> list[int]:
+    if w.dialect == "postgresql":  # their terms in each row as it is inserted: no second version of it
+        return postgres_search.insert_documents(w, rows)
+    return insert_new(w, rows)
+
+
+def _update(w: Writer, doc: Document, values: dict[str, Any], found: Row) -> int:
     w.execute(
         "UPDATE documents SET project = :project, thread = :thread, source = :source, status = :status, "
         "title = :title, body = :body, content_hash = :hash, occurred_at = :occurred_at, updated_at = :now "
         "WHERE id = :id",
         values | {"id": found["id"]},
     )
-    if found["content_hash"] != digest:
+    if found["content_hash"] != values["hash"]:
         w.execute("DELETE FROM document_vectors WHERE doc_id = :id", {"id": found["id"]})
         term_stats.count(w, f"{found['title']}\n{found['body']}", -1)
         term_stats.count(w, f"{doc.title}\n{doc.body}", 1)
@@ -202,26 +193,6 @@ def lexical(
         where, params = filter_sql(filters)
         return postgres_search.lexical(r, chosen, where, params, limit)
     match = fts_expression(chosen)
-    # A time range, a session, a role or a vendor usually passes a small share of the store (dialog
-    # search): the best of the unfiltered ranking would mostly fail it, and the filtered ranking follows
-    # anyway, so it goes first (bench/dialog.py: one BM25 scan instead of two for 2 queries in 3).
-    if filters.since is None and filters.until is None and not (filters.thread or filters.sources or filters.vendors):
-        ranked = _ranked_then_filtered(r, match, filters, limit)
-        if ranked is not None:
-            return ranked
-    where, params = filter_sql(filters)
-    rows = r.tuples(
-        "SELECT d.id, -bm25(documents_fts) FROM documents_fts "
-        "JOIN documents d ON d.id = documents_fts.rowid "
-        f"WHERE documents_fts MATCH :match AND {where} ORDER BY bm25(documents_fts) LIMIT :limit",
-        params | {"match": match, "limit": limit},
-    )
-    return [(int(i), float(score)) for i, score in rows]
-
-
-def _ranked_then_filtered(r: Reader, match: str, filters: Filters, limit: int) -> list[tuple[int, float]] | None:
-    """The filtered ranking from the unfiltered one when enough of its best pass (or it had no more to
-    give); None otherwise."""
     pool = limit * 2
     ranked = r.tuples(
         "SELECT rowid, -bm25(documents_fts) FROM documents_fts WHERE documents_fts MATCH :match "
@@ -234,7 +205,14 @@ def _ranked_then_filtered(r: Reader, match: str, filters: Filters, limit: int) -
         passed |= passing(r, ids[limit:], filters)
     if len(passed) >= limit or len(ranked) < pool:
         return [(int(i), float(score)) for i, score in ranked if i in passed][:limit]
-    return None
+    where, params = filter_sql(filters)
+    rows = r.tuples(
+        "SELECT d.id, -bm25(documents_fts) FROM documents_fts "
+        "JOIN documents d ON d.id = documents_fts.rowid "
+        f"WHERE documents_fts MATCH :match AND {where} ORDER BY bm25(documents_fts) LIMIT :limit",
+        params | {"match": match, "limit": limit},
+    )
+    return [(int(i), float(score)) for i, score in rows]
 
 
 def passing(r: Reader, ids: Sequence[int], filters: Filters) -> set[int]:
@@ -302,18 +280,21 @@ def neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> dict[int, lis
     for start in range(0, len(ids), 300):
         chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 300])}
         keys = ", ".join(":" + k for k in chunk)
-        rows = r.tuples(
-            f"""SELECT o.id,
-                  (SELECT max(d.id) FROM documents d
-                    WHERE d.thread = o.thread AND d.kind = o.kind AND d.id < o.id AND {where}),
-                  (SELECT min(d.id) FROM documents d
-                    WHERE d.thread = o.thread AND d.kind = o.kind AND d.id > o.id AND {where})
-                FROM documents o WHERE o.id IN ({keys}) AND o.thread IS NOT NULL""",
-            params | chunk,
-        )
+        rows = r.tuples(_neighbours_sql(r.dialect, where, keys), params | chunk)
         for i, before, after in rows:
             found[int(i)] = [int(x) for x in (before, after) if x is not None]
     return found
+
+
+def _neighbours_sql(dialect: str, where: str, keys: str) -> str:
+    same = "d.thread = o.thread AND d.kind = o.kind"
+    if dialect == "postgresql":  # its max() over a join aggregates the whole thread; LIMIT 1 walks the index
+        before = f"SELECT d.id FROM documents d WHERE {same} AND d.id < o.id AND {where} ORDER BY d.id DESC LIMIT 1"
+        after = f"SELECT d.id FROM documents d WHERE {same} AND d.id > o.id AND {where} ORDER BY d.id LIMIT 1"
+    else:
+        before = f"SELECT max(d.id) FROM documents d WHERE {same} AND d.id < o.id AND {where}"
+        after = f"SELECT min(d.id) FROM documents d WHERE {same} AND d.id > o.id AND {where}"
+    return f"SELECT o.id, ({before}), ({after}) FROM documents o WHERE o.id IN ({keys}) AND o.thread IS NOT NULL"
 
 
 def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tuple[int, int, float]]:

@@ -62,20 +62,24 @@ def to_edge(row: Row) -> Edge:
 
 
 def insert(w: Writer, values: dict[str, Any]) -> None:
-    w.execute(
+    insert_many(w, [values])
+
+
+def insert_many(w: Writer, rows: Sequence[dict[str, Any]]) -> None:
+    """New memories and their entities: a statement per table for the whole batch (store/base.py)."""
+    w.execute_many(
         "INSERT INTO memories (id, content, summary, category, kind, entities, project, visibility, owner, org, "
         "status, pinned, core_key, core_priority, session_id, vendor, origin, content_hash, request_key, created_at, "
         "last_reactivated_at, reactivation_count, valid_from, valid_to, superseded_by, decay_score, scored_at) "
         "VALUES (:id, :content, :summary, :category, :kind, :entities, :project, :visibility, :owner, :org, :status, "
         ":pinned, :core_key, :core_priority, :session_id, :vendor, :origin, :content_hash, :idempotency_key, "
         ":created_at, :created_at, 0, :valid_from, NULL, NULL, :decay_score, :created_at)",
-        values,
+        rows,
     )
-    for entity in json.loads(values["entities"]):
-        w.execute(
-            "INSERT INTO memory_entities (memory_id, entity) VALUES (:id, :entity) ON CONFLICT DO NOTHING",
-            {"id": values["id"], "entity": entity},
-        )
+    w.execute_many(
+        "INSERT INTO memory_entities (memory_id, entity) VALUES (:id, :entity) ON CONFLICT DO NOTHING",
+        [{"id": values["id"], "entity": entity} for values in rows for entity in json.loads(values["entities"])],
+    )
 
 
 def get(r: Reader, memory_id: str, viewer: Viewer | None = None) -> Memory | None:

@@ -132,18 +132,35 @@ class _Cursor:
         return max(0, self._run(sql, params, dicts=False).rowcount)
 
     def insert(self, sql: str, params: Params = None) -> int:
-        if "RETURNING" not in sql.upper():
-            sql = sql.rstrip().rstrip(";") + " RETURNING id"
-        row = self._run(sql, params, dicts=False).fetchone()
-        # A table keyed by text has no integer id (SQLite would answer its hidden rowid, which no caller reads).
-        return row[0] if row is not None and isinstance(row[0], int) else 0
+        return _new_id(self._run(_returning(sql), params, dicts=False).fetchone())
 
-    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if rows:
-            self._conn.cursor().executemany(translate(sql).replace("?", "%s"), [tuple(r) for r in rows])
+    # Many: psycopg sends them in pipeline mode, so a batch costs about one round trip, not one a statement.
+
+    def execute_many(self, sql: str, params: Sequence[Params]) -> None:
+        if params:
+            self._conn.cursor().executemany(translate(sql), [dict(p or {}) for p in params])
+
+    def insert_many(self, sql: str, params: Sequence[Params]) -> list[int]:
+        if not params:
+            return []
+        cur = self._conn.cursor()
+        cur.executemany(translate(_returning(sql)), [dict(p or {}) for p in params], returning=True)
+        ids = [_new_id(cur.fetchone())]
+        while cur.nextset():
+            ids.append(_new_id(cur.fetchone()))
+        return ids
 
     def notify(self, channel: str, payload: str = "") -> None:
         notify(self._conn, channel, payload)
+
+
+def _returning(sql: str) -> str:
+    return sql if "RETURNING" in sql.upper() else sql.rstrip().rstrip(";") + " RETURNING id"
+
+
+def _new_id(row: tuple[Any, ...] | None) -> int:
+    # A table keyed by text has no integer id (SQLite would answer its hidden rowid, which no caller reads).
+    return row[0] if row is not None and isinstance(row[0], int) else 0
 
 
 def _configure(conn: psycopg.Connection[Any]) -> None:

@@ -49,10 +49,27 @@ def tsvector_of(title: str, body: str) -> tuple[str, int]:
 
 def index_text(w: Writer, doc_id: int, title: str, body: str) -> None:
     """Write a document's terms (beside its row, in the same transaction; the length total follows by trigger)."""
-    literal, length = tsvector_of(title, body)
-    w.execute(
-        "UPDATE documents SET fts = CAST(:fts AS tsvector), fts_len = :n WHERE id = :id",
-        {"fts": literal, "n": length, "id": doc_id},
+    index_texts(w, [(doc_id, title, body)])
+
+
+def index_texts(w: Writer, docs: Sequence[tuple[int, str, str]]) -> None:
+    """`index_text` for (id, title, body) of each document, in one pipeline."""
+    rows = []
+    for doc_id, title, body in docs:
+        literal, length = tsvector_of(title, body)
+        rows.append({"fts": literal, "n": length, "id": doc_id})
+    w.execute_many("UPDATE documents SET fts = CAST(:fts AS tsvector), fts_len = :n WHERE id = :id", rows)
+
+
+def insert_documents(w: Writer, rows: Sequence[dict[str, Any]]) -> list[int]:
+    """New documents' rows with their terms and lengths in them (`rows` as documents.py names the columns),
+    in one pipeline; their ids in order."""
+    terms = [tsvector_of(values["title"], values["body"]) for values in rows]
+    return w.insert_many(
+        "INSERT INTO documents (kind, ref, project, thread, source, status, title, body, content_hash, "
+        "occurred_at, created_at, updated_at, fts, fts_len) VALUES (:kind, :ref, :project, :thread, :source, "
+        ":status, :title, :body, :hash, :occurred_at, :now, :now, CAST(:fts AS tsvector), :fts_len)",
+        [values | {"fts": literal, "fts_len": length} for values, (literal, length) in zip(rows, terms, strict=True)],
     )
 
 
@@ -84,7 +101,9 @@ def _weights(r: Reader, terms: Sequence[str]) -> tuple[str, dict[str, str], floa
 _BM25 = (
     "SELECT c.id, SUM(CAST(i.value AS DOUBLE PRECISION) * t.tf * (:k1 + 1) "
     "/ (t.tf + :k1 * (1 - :b + :b * c.fts_len / :avg))) AS score FROM candidates c "
-    "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions) AS tf FROM unnest(c.fts) u) t "
+    # Only the query's stems are unnested: weight A marks them, ts_filter keeps them (C, not a row per lexeme).
+    "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions) AS tf "
+    "FROM unnest(ts_filter(setweight(c.fts, 'A', CAST(:stems AS TEXT[])), '{a}')) u) t "
     "JOIN json_each(:idf) i ON i.key = t.lexeme "
     "GROUP BY c.id ORDER BY score DESC, c.id LIMIT :limit"
 )
@@ -95,10 +114,11 @@ def lexical(r: Reader, terms: Sequence[str], where: str, params: dict[str, Any],
     query, weights, average = _weights(r, terms)
     if not query:
         return []
+    stems = list(json.loads(weights["idf"]))
     rows = r.tuples(
         "WITH candidates AS (SELECT d.id, d.fts, d.fts_len FROM documents d "
         f"WHERE d.fts @@ CAST(:q AS tsquery) AND {where}) " + _BM25,
-        params | weights | {"q": query, "k1": K1, "b": B, "avg": average, "limit": limit},
+        params | weights | {"q": query, "k1": K1, "b": B, "avg": average, "limit": limit, "stems": stems},
     )
     return [(int(i), float(score)) for i, score in rows]
 
@@ -120,9 +140,8 @@ def _vector_text(vector: bytes) -> str:
     return "[" + ",".join(repr(float(x)) for x in np.frombuffer(vector, dtype=np.float32)) + "]"
 
 
-def put_embedding(w: Writer, doc_id: int, fingerprint: str, vector: bytes) -> None:
-    """pgvector's copy of a vector just written, and the HNSW index of its dimension the first time."""
-    dimension = len(vector) // 4
+def _ensure_index(w: Writer, dimension: int) -> None:
+    """The HNSW index of vectors of this dimension, made the first time one is written."""
     database = str(w.scalar("SELECT current_database()"))
     with _indexed_lock:
         fresh = (database, dimension) not in _indexed
@@ -135,9 +154,31 @@ def put_embedding(w: Writer, doc_id: int, fingerprint: str, vector: bytes) -> No
         )
         with _indexed_lock:
             _indexed.add((database, dimension))
-    w.execute(
+
+
+def put_embeddings(w: Writer, vectors: Sequence[tuple[int, str, bytes]]) -> None:
+    """pgvector's copy of vectors just written (document id, fingerprint, float32 bytes), in one pipeline, and
+    the HNSW index of their dimension the first time."""
+    for dimension in sorted({len(vector) // 4 for _, _, vector in vectors}):
+        _ensure_index(w, dimension)
+    w.execute_many(
         "UPDATE document_vectors SET embedding = CAST(:e AS vector) WHERE doc_id = :id AND fingerprint = :fp",
-        {"e": _vector_text(vector), "id": doc_id, "fp": fingerprint},
+        [{"e": _vector_text(vector), "id": doc_id, "fp": fp} for doc_id, fp, vector in vectors],
+    )
+
+
+def put_vectors(w: Writer, fingerprint: str, items: Sequence[tuple[int, str, bytes]]) -> None:
+    """Vectors with pgvector's copy in the same row (documents.py's `put_vectors`), in one pipeline."""
+    for dimension in sorted({len(vector) // 4 for _, _, vector in items}):
+        _ensure_index(w, dimension)
+    w.execute_many(
+        "INSERT INTO document_vectors (doc_id, fingerprint, content_hash, vector, embedding) "
+        "VALUES (:id, :fp, :h, :v, CAST(:e AS vector)) ON CONFLICT (doc_id, fingerprint) DO UPDATE SET "
+        "content_hash = excluded.content_hash, vector = excluded.vector, embedding = excluded.embedding",
+        [
+            {"id": doc_id, "fp": fingerprint, "h": digest, "v": vector, "e": _vector_text(vector)}
+            for doc_id, digest, vector in items
+        ],
     )
 
 

@@ -86,9 +86,19 @@ class _Cursor:
         self._conn.execute(sql, params or {})
         return int(self._conn.last_insert_rowid())
 
-    def execute_many(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
-        if rows:
-            self._conn.cursor().executemany(sql, rows)
+    def execute_many(self, sql: str, params: Sequence[Params]) -> None:
+        if params:
+            self._conn.cursor().executemany(sql, [p or {} for p in params])
+
+    def insert_many(self, sql: str, params: Sequence[Params]) -> list[int]:
+        ids = []
+        for p in params:
+            cursor = self._conn.cursor()
+            cursor.row_trace = None
+            for _ in cursor.execute(sql, p or {}):  # to its end (a RETURNING row too): changes() is then this one's
+                pass
+            ids.append(int(self._conn.last_insert_rowid()) if self._conn.changes() else 0)
+        return ids
 
     def notify(self, channel: str, payload: str = "") -> None:
         """Nothing: SQLite has no listeners; its processes poll (coordination/waiting.py)."""

@@ -87,59 +87,34 @@ def file_stats(r: Reader, owner: str, source: str) -> list[dict[str, Any]]:
 def upsert_message(w: Writer, owner: str, m: StoredMessage, revises: bool, now: int) -> tuple[int, bool] | None:
     """Store `m` unless its key is held with the same content; other content under a held key replaces it.
     Returns (row id, whether the row is new), or None when nothing was written."""
-    values = {
-        "o": owner,
-        "src": m.source,
-        "sid": m.session_id,
-        "k": m.key,
-        "role": m.role,
-        "t": m.text,
-        "tools": m.tools,
-        "at": m.at,
-        "cwd": m.cwd,
-        "proj": m.project,
-        "model": m.model,
-        "fmt": m.format,
-        "path": m.path,
-        "off": m.offset,
-        "now": now,
-    }
-    inserted = w.tuples(  # tuples: no row dict built for each of a batch's messages
+    return upsert_messages(w, owner, [(m, revises)], now)[0]
+
+
+def upsert_messages(
+    w: Writer, owner: str, batch: Sequence[tuple[StoredMessage, bool]], now: int
+) -> list[tuple[int, bool] | None]:
+    """`upsert_message` for each of a batch, in order: the new rows inserted together, then each held key
+    (or one met earlier in the batch) compared and rewritten in the batch's order."""
+    if w.dialect == "sqlite":
+        return _upsert_sqlite(w, owner, batch, now)
+    values = [_values(owner, m, now) for m, _ in batch]
+    inserted = w.insert_many(  # one pipeline
         "INSERT INTO transcript_messages (owner, source, session_id, key, role, text, tools, at, cwd, project, "
         "model, format, path, offset, ingested_at) VALUES (:o, :src, :sid, :k, :role, :t, :tools, :at, :cwd, "
         ":proj, :model, :fmt, :path, :off, :now) ON CONFLICT (owner, source, key) DO NOTHING RETURNING id",
         values,
     )
-    if inserted:
-        return int(inserted[0][0]), True
-    found = w.one(
-        "SELECT id, role, text, tools FROM transcript_messages WHERE owner = :o AND source = :src AND key = :k", values
-    )
-    if found is None or (found["text"] == m.text and found["tools"] == m.tools):
-        return None
-    # A held key with other content is the client's rewrite of that record, flagged or not (a whole-file
-    # session re-read from its start has lost the memory that flags it). An erased one stays erased unless
-    # the client revised it since.
-    if found["role"] == ERASED_ROLE and not revises:
-        return None
-    w.execute(
-        "UPDATE transcript_messages SET session_id = :sid, role = :role, text = :t, tools = :tools, at = :at, "
-        "cwd = :cwd, project = :proj, model = :model, format = :fmt, path = :path, offset = :off, "
-        "ingested_at = :now WHERE id = :id",
-        values | {"id": found["id"]},
-    )
-    return int(found["id"]), False
+    return [
+        (new_id, True) if new_id else _rewrite(w, m, revises, v)
+        for (m, revises), v, new_id in zip(batch, values, inserted, strict=True)
+    ]
 
 
-def add_messages(
+def _upsert_sqlite(
     w: Writer, owner: str, batch: Sequence[tuple[StoredMessage, bool]], now: int
 ) -> list[tuple[int, bool] | None]:
-    """`upsert_message` for each (message, revises) of a batch, in order, with the same results. On SQLite
-    the messages under keys neither held nor met earlier in the batch (nearly all of a backfill) go in by
-    one prepared statement, their ids assigned in order under the write lock, as SQLite would; the rest
-    follow one by one, after them."""
-    if w.dialect != "sqlite":
-        return [upsert_message(w, owner, m, revises, now) for m, revises in batch]
+    """The messages under keys neither held nor met earlier in the batch (nearly all of a backfill) go in by
+    one prepared statement, their ids assigned in order under the write lock, as SQLite would."""
     held: set[tuple[str, str]] = set()
     for source in {m.source for m, _ in batch}:
         keys = json.dumps([m.key for m, _ in batch if m.source == source])
@@ -158,39 +133,62 @@ def add_messages(
         seen.add(key)
     results: list[tuple[int, bool] | None] = [None] * len(batch)
     first = int(w.scalar("SELECT COALESCE(MAX(id), 0) + 1 FROM transcript_messages"))
-    values = []
+    rows = []
     for offset, n in enumerate(fresh):
-        m = batch[n][0]
         results[n] = (first + offset, True)
-        values.append(
-            (
-                first + offset,
-                owner,
-                m.source,
-                m.session_id,
-                m.key,
-                m.role,
-                m.text,
-                m.tools,
-                m.at,
-                m.cwd,
-                m.project,
-                m.model,
-                m.format,
-                m.path,
-                m.offset,
-                now,
-            )
-        )
+        rows.append(_values(owner, batch[n][0], now) | {"id": first + offset})
     w.execute_many(
         "INSERT INTO transcript_messages (id, owner, source, session_id, key, role, text, tools, at, cwd, project, "
-        "model, format, path, offset, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        values,
+        "model, format, path, offset, ingested_at) VALUES (:id, :o, :src, :sid, :k, :role, :t, :tools, :at, :cwd, "
+        ":proj, :model, :fmt, :path, :off, :now)",
+        rows,
     )
     for n in later:
         m, revises = batch[n]
-        results[n] = upsert_message(w, owner, m, revises, now)
+        values = _values(owner, m, now)
+        results[n] = _rewrite(w, m, revises, values)
     return results
+
+
+def _values(owner: str, m: StoredMessage, now: int) -> dict[str, Any]:
+    return {
+        "o": owner,
+        "src": m.source,
+        "sid": m.session_id,
+        "k": m.key,
+        "role": m.role,
+        "t": m.text,
+        "tools": m.tools,
+        "at": m.at,
+        "cwd": m.cwd,
+        "proj": m.project,
+        "model": m.model,
+        "fmt": m.format,
+        "path": m.path,
+        "off": m.offset,
+        "now": now,
+    }
+
+
+def _rewrite(w: Writer, m: StoredMessage, revises: bool, values: dict[str, Any]) -> tuple[int, bool] | None:
+    """A held key: rewritten when its content differs (see `upsert_message`)."""
+    found = w.one(
+        "SELECT id, role, text, tools FROM transcript_messages WHERE owner = :o AND source = :src AND key = :k", values
+    )
+    if found is None or (found["text"] == m.text and found["tools"] == m.tools):
+        return None
+    # A held key with other content is the client's rewrite of that record, flagged or not (a whole-file
+    # session re-read from its start has lost the memory that flags it). An erased one stays erased unless
+    # the client revised it since.
+    if found["role"] == ERASED_ROLE and not revises:
+        return None
+    w.execute(
+        "UPDATE transcript_messages SET session_id = :sid, role = :role, text = :t, tools = :tools, at = :at, "
+        "cwd = :cwd, project = :proj, model = :model, format = :fmt, path = :path, offset = :off, "
+        "ingested_at = :now WHERE id = :id",
+        values | {"id": found["id"]},
+    )
+    return int(found["id"]), False
 
 
 def save_last_pass(w: Writer, owner: str, source: str, stats: dict[str, Any], now: int) -> None:

@@ -204,11 +204,11 @@ def _land(w: Writer, table: Table, batch: list[tuple[Any, ...]], beside: bool = 
     w.execute(_insert_sql(table, len(batch), beside), params)
     at = {c: i for i, c in enumerate(table.columns)}
     if table.name == "documents":
-        for row in batch:
-            postgres_search.index_text(w, int(row[at["id"]]), str(row[at["title"]]), str(row[at["body"]]))
+        postgres_search.index_texts(w, [(int(r[at["id"]]), str(r[at["title"]]), str(r[at["body"]])) for r in batch])
     elif table.name == "document_vectors":
-        for row in batch:
-            postgres_search.put_embedding(w, int(row[at["doc_id"]]), str(row[at["fingerprint"]]), row[at["vector"]])
+        postgres_search.put_embeddings(
+            w, [(int(r[at["doc_id"]]), str(r[at["fingerprint"]]), r[at["vector"]]) for r in batch]
+        )
 
 
 def _count(table: Table, r: Reader) -> int:
