@@ -16,6 +16,7 @@ from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
+from tests.backend_home import open_home_store, store_env
 from tests.helpers import PY, cli, env_for, wait_for
 from tests.http_server import INIT, accepting, free_port
 
@@ -32,10 +33,9 @@ def make_team(home: Path) -> dict[str, str]:
     """The accounts above, written with the accounts service on the home's store (the admin CLI does the same,
     one process per command); a token for each user."""
     from threadloom.accounts.service import Accounts
-    from threadloom.store.sqlite import open_store
 
     home.mkdir(parents=True, exist_ok=True)
-    store = open_store(home / "threadloom.db")
+    store = open_home_store(home)  # the home's file, or its PostgreSQL database (tests/backend_home.py)
     try:
         accounts = Accounts(store)
         for user in ("alice", "bob", "carol"):
@@ -93,7 +93,7 @@ def team_server(home: Path, cwd: Path, *args: str, port: int | None = None, **en
     with log.open("wb") as stderr:
         proc = subprocess.Popen(
             [PY, "-m", "threadloom", "serve", "--http", f"127.0.0.1:{port}", "--accounts", *args],
-            env=env_for(home, **env),
+            env=env_for(home, **store_env(home) | env),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,

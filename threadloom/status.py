@@ -35,13 +35,15 @@ def versions(store: Store) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class StoreStatus:
-    location: str
+    location: str | None  # None where the caller may not learn where the store is (a team server's account)
     schema_version: int
     counts: dict[str, int]
     active_sessions: int
+    scope: str = "store"  # "store": every user's rows; "yours": the caller's own
 
     def as_dict(self) -> dict[str, Any]:
         return {
+            "scope": self.scope,
             "path": self.location,
             "schema_version": self.schema_version,
             "counts": self.counts,
@@ -61,6 +63,21 @@ class StatusService:
 
         counts, open_sessions = self._store.read(q)
         return StoreStatus(self._store.location, self._store.schema_version(), counts, open_sessions)
+
+    def own_status(self, user: str) -> StoreStatus:
+        """`user`'s own sessions and the events of their sessions: what a team server shows an account."""
+
+        def q(r: Reader) -> tuple[dict[str, int], int]:
+            u = {"u": user}
+            sessions = int(r.scalar("SELECT COUNT(*) AS n FROM sessions WHERE user = :u", u))
+            events = r.scalar(
+                "SELECT COUNT(*) AS n FROM events e JOIN sessions s ON s.id = e.session_id WHERE s.user = :u", u
+            )
+            open_sessions = int(r.scalar("SELECT COUNT(*) AS n FROM sessions WHERE user = :u AND ended_at IS NULL", u))
+            return {"sessions": sessions, "events": int(events)}, open_sessions
+
+        counts, open_sessions = self._store.read(q)
+        return StoreStatus(None, self._store.schema_version(), counts, open_sessions, scope="yours")
 
     def transcripts(self, user: str, enabled: bool) -> dict[str, Any]:
         """`user`'s ingested transcripts: per source counts, the covered span, the alarms (ingest/report.py)."""

@@ -62,14 +62,15 @@ def tool_calls(r: Reader, user: str, since: int) -> dict[str, Any]:
     }
 
 
-def jobs(r: Reader, user: str, now: int) -> dict[str, Any]:
+def jobs(r: Reader, user: str, now: int, *, store_wide: bool = True) -> dict[str, Any]:
     """Per background job: its last run (when, how long, dry or not, what it changed) and, for 1/7/30 days,
     how often it fired and what its runs changed in sum (the numbers of their outcomes). A job that acts for
     no user is the store's upkeep, reported whole like the store's size; a job run per user (named
-    `<job>:<user>`, as the user-model miner's) is reported to that user alone."""
+    `<job>:<user>`, as the user-model miner's) is reported to that user alone, and without `store_wide` (a
+    team server's account) only those."""
     since = now - max(JOB_DAYS) * DAY_MS
     every = [str(x["name"]) for x in r.rows("SELECT DISTINCT name FROM job_runs ORDER BY name")]
-    names = [n for n in every if ":" not in n or n.split(":", 1)[1] == user]
+    names = [n for n in every if (":" not in n and store_wide) or (":" in n and n.split(":", 1)[1] == user)]
     found: dict[str, Any] = {}
     for name in names:
         last = r.one(

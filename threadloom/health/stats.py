@@ -3,7 +3,7 @@
 What is per user is the caller's alone (counts and growth per kind, tool calls, ingest, jobs run per user);
 what describes the store or threadloom itself is whole (the file's size, the search index's freshness, the
 runs of jobs that act for no user, the self-test's reliability), as `status` reports the store's size to
-anyone using it."""
+anyone using it; on a team server an account gets its own figures alone (`HealthOptions.store_wide`)."""
 
 from __future__ import annotations
 
@@ -25,6 +25,9 @@ class HealthOptions:
     window_days: int = 7  # tool calls' latency and errors over this many days
     fingerprint: str | None = None  # the embedder in use: index freshness is measured for its vectors
     ingest: bool = True
+    # False on a team server's account: the store's parts (its size, the search index over every user's
+    # documents, the runs of jobs that act for no user and what they changed) are left out.
+    store_wide: bool = True
 
 
 class HealthService:
@@ -36,19 +39,20 @@ class HealthService:
         days = max(1, min(MAX_WINDOW_DAYS, options.window_days))
 
         def read(r: Reader) -> dict[str, Any]:
-            return {
+            found = {
                 "at": now,
                 "user": user,
+                "scope": "store" if options.store_wide else "yours",
                 "counts": counts.counts(r, user, now),
-                "index": index_freshness(r, options.fingerprint),
                 "tool_calls": {"window_days": days} | journal.tool_calls(r, user, now - days * DAY_MS),
-                "jobs": journal.jobs(r, user, now),
+                "jobs": journal.jobs(r, user, now, store_wide=options.store_wide),
                 "probes": reliability.reliability(r, now),
             }
+            return found | ({"index": index_freshness(r, options.fingerprint)} if options.store_wide else {})
 
         found = self._store.read(read)
         ingest = transcript_status(self._store, user, options.ingest)
-        return found | {"store": store_size(self._store), "ingest": ingest}
+        return found | ({"store": store_size(self._store)} if options.store_wide else {}) | {"ingest": ingest}
 
 
 def index_freshness(r: Reader, fingerprint: str | None) -> dict[str, Any]:

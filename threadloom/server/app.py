@@ -11,12 +11,13 @@ from dataclasses import astuple, replace
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.shared.exceptions import MCPError
 from mcp_types import CallToolResult, ListToolsResult, TextContent
 from mcp_types import Tool as MCPTool
-from pydantic import ValidationError
+from pydantic import AnyUrl, ValidationError
 
 from threadloom import __version__, requests, scrub
 from threadloom.errors import ThreadloomError
@@ -38,12 +39,13 @@ from threadloom.server.memory_tools import MEMORY_TOOLS
 from threadloom.server.skill_tools import SKILL_TOOLS
 from threadloom.server.style_tools import STYLE_TOOLS
 from threadloom.server.thread_tools import THREAD_TOOLS
-from threadloom.server.thread_views import add_thread_views
+from threadloom.server.thread_views import _reported, add_thread_views
 from threadloom.server.tools import TOOLS, status_report
 from threadloom.server.toolsets import ToolDef, first_paragraph, select_tools
 from threadloom.server.usermodel_tools import USER_MODEL_TOOLS
 
 log = logging.getLogger(__name__)
+STATUS_URI = "threadloom://status"
 
 
 class ThreadloomServer(MCPServer[Any]):
@@ -82,6 +84,18 @@ class ThreadloomServer(MCPServer[Any]):
     async def list_tools(self) -> list[MCPTool]:
         """tools/list as an agent pays for it: the schemas compacted (argument validation is unchanged)."""
         return [compact_tool(tool) for tool in await super().list_tools()]
+
+    async def read_resource(self, uri: AnyUrl | str, context: Context[Any, Any] | None = None) -> Any:
+        """threadloom://status for a connection that may not see the store's figures (a team server's account):
+        its own, read for its session (the SDK gives a static resource no context, so it is answered here)."""
+        if str(uri) == STATUS_URI and context is not None:
+            conn = connection_of(context.request_context)
+            if not conn.store_wide:
+                with _reported():
+                    info = await conn.ensure_session(context.request_context)
+                    report = await status_report(self.runtime, info, store_wide=False) | {"session": None}
+                return [ReadResourceContents(content=json.dumps(report, indent=1), mime_type="application/json")]
+        return await super().read_resource(uri, context)
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         started = time.perf_counter()
@@ -283,13 +297,13 @@ def toolset_for(server: ThreadloomServer, env: Mapping[str, str]) -> frozenset[s
 
 def _add_resources_and_prompts(server: ThreadloomServer) -> None:
     @server.resource(
-        "threadloom://status",
+        STATUS_URI,
         name="status",
         title="threadloom status",
         description="The status tool's JSON, without the session part.",
         mime_type="application/json",
     )
-    async def status_resource() -> str:
+    async def status_resource() -> str:  # a team server's account reads its own figures (read_resource)
         return json.dumps(await status_report(server.runtime, None), indent=1)
 
     @server.prompt(name="help", title="How to use threadloom")

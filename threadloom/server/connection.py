@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 from mcp.server.context import ServerRequestContext
@@ -41,6 +41,9 @@ def forwarded_env(environ: Mapping[str, str]) -> dict[str, str]:
 class ConnectionState:
     """Who is on the other end of one connection, resolved lazily on its first real request."""
 
+    # Whether status and health may show figures of the whole store (every user's rows): yes on one person's
+    # server; a team server's account connection sees its own figures only (http_auth.py).
+    store_wide: ClassVar[bool] = True
     runtime: Runtime
     transport: str
     env: Mapping[str, str]

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from threadloom.daemon.guard import report_for
 from threadloom.health.stats import MAX_WINDOW_DAYS, HealthOptions, HealthService
-from threadloom.server.connection import caller
+from threadloom.server.connection import caller, connection_of
 from threadloom.server.toolsets import ToolDef
 
 
@@ -23,7 +23,8 @@ async def health(
     """
     runtime, prov = await caller(ctx)
     loaded = runtime.embedder.get()
-    options = HealthOptions(window_days, loaded.fingerprint if loaded else None, runtime.settings.ingest)
+    store_wide = connection_of(ctx.request_context).store_wide  # a team server's account: its own figures alone
+    options = HealthOptions(window_days, loaded.fingerprint if loaded else None, runtime.settings.ingest, store_wide)
     report = await runtime.call(HealthService(runtime.store).report, prov.viewer().user, options)
     guard = report_for(runtime)  # the daemon's memory guard: its resident memory, cap, model unloaded or not
     return report | ({"daemon_guard": guard} if guard is not None else {})

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import anyio
 from mcp.server.context import ServerRequestContext
@@ -116,6 +116,7 @@ def _quoted(text: str) -> str:
 class AccountConnectionState(ConnectionState):
     """A connection of an account: its user, author and organisation, and its project, come from the gate."""
 
+    store_wide: ClassVar[bool] = False  # no account learns what other users or organisations hold
     access: Access | None = None
 
     def project_of(self, roots: list[str]) -> str:

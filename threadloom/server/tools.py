@@ -13,6 +13,7 @@ from mcp.server.mcpserver import Context
 from pydantic import Field
 
 from threadloom.daemon.guard import report_for
+from threadloom.errors import InvalidInput
 from threadloom.learning.reviewer import configured
 from threadloom.runtime import Runtime
 from threadloom.search.embedders import search_report
@@ -33,11 +34,21 @@ async def status(
     """
     conn = connection_of(ctx.request_context)
     info = await conn.ensure_session(ctx.request_context)
-    return await status_report(conn.runtime, info, recent_events)
+    return await status_report(conn.runtime, info, recent_events, store_wide=conn.store_wide)
 
 
-async def status_report(runtime: Runtime, info: SessionInfo | None, recent_events: int = 0) -> dict[str, Any]:
-    store = await runtime.call(runtime.status.store_status)
+async def status_report(
+    runtime: Runtime, info: SessionInfo | None, recent_events: int = 0, *, store_wide: bool = True
+) -> dict[str, Any]:
+    """The status tool's JSON. Without `store_wide` (a team server's account) no figure counts other users'
+    rows: the store's counts are the caller's own, and the live connections, the search index's coverage and
+    the learning pass's outcome (every user's messages) are left out."""
+    if store_wide:
+        store = await runtime.call(runtime.status.store_status)
+    elif info is None:
+        raise InvalidInput("status without the store's figures is the caller's own: it needs the caller's session")
+    else:
+        store = await runtime.call(runtime.status.own_status, info.user)
     session = None
     if info is not None:
         session = {
@@ -48,7 +59,7 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
             "transport": info.transport,
             "client": info.client_name,
         }
-    return {
+    report = {
         "store": store.as_dict(),
         "session": session,
         "server": {
@@ -79,6 +90,16 @@ async def status_report(runtime: Runtime, info: SessionInfo | None, recent_event
         if recent_events and info is not None
         else {}
     )
+    return report if store_wide else _own_only(report)
+
+
+def _own_only(report: dict[str, Any]) -> dict[str, Any]:
+    report["server"].pop("connections", None)
+    report["search"].pop("vectors", None)
+    last_pass = (report.get("learning") or {}).get("extract", {}).get("last_pass")
+    if last_pass is not None:
+        last_pass.pop("did", None)
+    return report
 
 
 TOOLS: tuple[ToolDef, ...] = (
