@@ -261,3 +261,24 @@ def test_a_tasks_folder_that_is_a_link_is_left_alone(world: World, tmp_path: Pat
     done = _retention(world).run(None, now=world.now)
     assert done["deleted"]["tasks"] == 2 and done["task_files_deleted"]["files"] == 0
     assert len(list(elsewhere.iterdir())) == 12
+
+
+def test_a_node_sweeps_its_own_task_files_when_another_nodes_pass_deleted_their_rows(
+    world: World, tmp_path: Path
+) -> None:
+    """Two nodes on one store, each with its own home: the pass runs on one (single-flight), which cannot
+    reach the other's files; the other sweeps its own once their rows are gone."""
+    other = tmp_path / "node-b" / "tasks"
+    old, recent = world.now - OLD["tasks"] * DAY, world.now - RECENT * DAY
+    world.store.write(lambda w: rw.task(w, other, "t_b0", "ana", old))
+    world.store.write(lambda w: rw.task(w, other, "t_b1", "ana", recent))
+    b = Retention(world.store, other, Windows())
+
+    assert b.sweep_files(world.now) == {"files": 0, "bytes": 0}  # the rows are still there: nothing goes
+    _retention(world).run(None, now=world.now)  # node A's pass deletes t_b0's row; its files are on node B
+    assert (other / "t_b0.log").exists()
+
+    swept = b.sweep_files(world.now)
+    assert swept["files"] == 2 and swept["bytes"] > 2_000
+    assert not (other / "t_b0.log").exists() and not (other / "t_b0.1.exit").exists()
+    assert (other / "t_b1.log").exists() and (other / "t_b1.1.exit").exists()  # its task is inside the window

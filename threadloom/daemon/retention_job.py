@@ -17,7 +17,7 @@ import anyio
 
 from threadloom.clock import now_ms
 from threadloom.daemon.probe_job import seconds_until_due
-from threadloom.errors import ThreadloomError
+from threadloom.errors import StoreBusy, ThreadloomError
 from threadloom.hygiene.compaction import Compaction
 from threadloom.hygiene.retention import JOB, Retention, Windows
 from threadloom.runtime import Runtime
@@ -61,6 +61,10 @@ async def keep_store_small(runtime: Runtime) -> None:
         await anyio.sleep(seconds_until_due(last, interval, now_ms()))
         try:
             log.info("retention: %s", await runtime.call(one_pass, retention, compaction))
+        except StoreBusy:  # another node's pass: this machine's task files are still this node's to clear
+            log.info("retention: another process holds the pass; task files swept here: %s",
+                     await runtime.call(retention.sweep_files))  # fmt: skip
+            await anyio.sleep(interval)
         except ThreadloomError as exc:
             log.warning("retention pass failed: %s", exc.message)
             await anyio.sleep(interval)  # not recorded as done, so the store would say it is still due

@@ -138,6 +138,13 @@ class Retention:
             "after": self.held(owner),
         }
 
+    def sweep_files(self, now: int | None = None) -> dict[str, int]:
+        """This home's task files whose task row is gone, once older than the window: no lease, since the files
+        are this machine's alone. A node whose pass another node ran (the lease was held) sweeps this way, or
+        the files of tasks that node's pass deleted would stay on this machine for good."""
+        count, size = self._remove_orphans(self.cutoffs(now if now is not None else now_ms())["tasks"])
+        return {"files": count, "bytes": size}
+
     # the spawned tasks' files: `<home>/tasks/<task id>.*`, named by spawn.py; nothing else there is touched
 
     def _listing(self) -> list[tuple[str, Path, int, int]]:
