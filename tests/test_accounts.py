@@ -158,6 +158,8 @@ def test_the_admin_cli_shows_a_token_once_and_refuses_unknown_names(home: Path) 
         (("org", "member", "add", "initech", "zed"), "no user 'zed'"),
         (("token", "create", "zed"), "no user 'zed'"),
         (("user", "remove", "zed"), "no user 'zed'"),
+        (("user", "grant-server-admin", "zed"), "no user 'zed'"),
+        (("user", "revoke-server-admin", "zed"), "no user 'zed'"),
         (("token", "revoke", "nope"), "no token 'nope'"),
         (("token", "create", "dora", "--expires", "soon"), "--expires takes"),
     ):
@@ -166,3 +168,27 @@ def test_the_admin_cli_shows_a_token_once_and_refuses_unknown_names(home: Path) 
     token_id = token.split("_")[1]
     assert cli(home, "admin", "token", "revoke", token_id).returncode == 0
     assert "revoked" in cli(home, "admin", "token", "list", "dora").stdout
+
+
+def test_a_server_admin_is_granted_and_revoked_by_name_and_read_at_every_access(
+    accounts: Accounts, store: Store, clock: Clock
+) -> None:
+    assert not accounts.access("bob", "shop").server_admin
+    made = accounts.set_server_admin("bob", True)
+    assert made.server_admin_since == clock.now and [m.org for m in made.orgs] == ["acme"]
+    assert accounts.access("bob", "shop").server_admin and not accounts.access("alice", "shop").server_admin
+    clock.now += 5
+    assert accounts.set_server_admin("bob", True).server_admin_since == clock.now - 5  # the first grant's time
+    assert accounts.set_server_admin("bob", False).server_admin_since is None
+    assert not accounts.access("bob", "shop").server_admin
+    dora = accounts.add_user("dora", server_admin=True)
+    assert {u.name: u.server_admin_since for u in accounts.users()} == {
+        "alice": None, "bob": None, "carol": None, "dora": dora.created_at,
+    }  # fmt: skip
+    before = everything(store)
+    with pytest.raises(NotFound):
+        accounts.set_server_admin("zed", True)
+    assert everything(store) == before
+    accounts.remove_user("dora")
+    with pytest.raises(Unauthenticated):
+        accounts.access("dora", "shop")

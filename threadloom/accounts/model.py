@@ -32,6 +32,7 @@ class Account:
     name: str
     created_at: int
     orgs: tuple[Membership, ...] = ()
+    server_admin_since: int | None = None  # a server administrator since then (status and health store-wide)
 
 
 @dataclass(frozen=True)
@@ -72,9 +73,11 @@ class NewToken:
 
 @dataclass(frozen=True)
 class Access:
-    """Whom an authenticated call acts for, in which project, and the organisation that holds it."""
+    """Whom an authenticated call acts for, in which project, and the organisation that holds it; whether the
+    user is a server administrator now (read at every request, like the rest)."""
 
     user: str
     project: str
     org: str
     role: Role
+    server_admin: bool = False

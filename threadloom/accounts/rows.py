@@ -19,7 +19,16 @@ def org_exists(r: Reader, name: str) -> bool:
 
 
 def accounts(r: Reader) -> list[Row]:
-    return r.rows("SELECT name, created_at FROM accounts ORDER BY name")
+    return r.rows("SELECT name, created_at, server_admin_since FROM accounts ORDER BY name")
+
+
+def server_admin_since(r: Reader, name: str) -> int | None:
+    row = r.one("SELECT server_admin_since FROM accounts WHERE name = :n", {"n": name})
+    return None if row is None or row["server_admin_since"] is None else int(row["server_admin_since"])
+
+
+def set_server_admin(w: Writer, name: str, since: int | None) -> None:
+    w.execute("UPDATE accounts SET server_admin_since = :s WHERE name = :n", {"s": since, "n": name})
 
 
 def organisations(r: Reader) -> list[Row]:

@@ -1,4 +1,5 @@
-"""`Accounts`: users, organisations, members and roles, projects and per-user tokens, over the store.
+"""`Accounts`: users (and which are server administrators), organisations, members and roles, projects and
+per-user tokens, over the store.
 
 Each change is one write transaction that checks what it needs first (an unknown user or organisation,
 the last owner of an organisation) and raises before writing anything. `authenticate` and `access` are what
@@ -40,17 +41,38 @@ class Accounts:
         self._clock = clock
 
     # -- users ---------------------------------------------------------------------------------------------
-    def add_user(self, name: str) -> Account:
+    def add_user(self, name: str, *, server_admin: bool = False) -> Account:
         check_user(name, "a user name")
         at = self._clock()
+        since = at if server_admin else None
 
         def write(w: Writer) -> None:
             if rows.account_exists(w, name):
                 raise InvalidInput(f"user {name!r} already exists")
-            w.execute("INSERT INTO accounts (name, created_at) VALUES (:n, :t)", {"n": name, "t": at})
+            w.execute(
+                "INSERT INTO accounts (name, created_at, server_admin_since) VALUES (:n, :t, :s)",
+                {"n": name, "t": at, "s": since},
+            )
 
         self._store.write(write)
-        return Account(name, at)
+        return Account(name, at, server_admin_since=since)
+
+    def set_server_admin(self, name: str, on: bool) -> Account:
+        """Make `name` a server administrator (status and health show them the whole store's figures, never
+        another user's memories), or no longer one. Only the server machine's CLI calls this: no tool does."""
+        at = self._clock()
+
+        def write(w: Writer) -> Account:
+            _need_user(w, name)
+            was = rows.server_admin_since(w, name)
+            since = (was or at) if on else None  # granting again keeps the first grant's time
+            if since != was:
+                rows.set_server_admin(w, name, since)
+            row = w.one("SELECT created_at FROM accounts WHERE name = :n", {"n": name})
+            assert row is not None
+            return Account(name, int(row["created_at"]), tuple(rows.memberships(w, account=name)), since)
+
+        return self._store.write(write)
 
     def remove_user(self, name: str) -> dict[str, int]:
         def write(w: Writer) -> dict[str, int]:
@@ -64,7 +86,12 @@ class Accounts:
     def users(self) -> list[Account]:
         def read(r: Reader) -> list[Account]:
             return [
-                Account(row["name"], row["created_at"], tuple(rows.memberships(r, account=row["name"])))
+                Account(
+                    row["name"],
+                    row["created_at"],
+                    tuple(rows.memberships(r, account=row["name"])),
+                    row["server_admin_since"],
+                )
                 for row in rows.accounts(r)
             ]
 
@@ -222,7 +249,8 @@ class Accounts:
         check_project(project)
 
         def read(r: Reader) -> Access:
-            if not rows.account_exists(r, user):
+            account = r.one("SELECT server_admin_since FROM accounts WHERE name = :n", {"n": user})
+            if account is None:
                 raise Unauthenticated(f"there is no account {user!r} on this server")
             org = rows.org_of_project(r, project)
             role = rows.role_of(r, org, user) if org is not None else None
@@ -231,7 +259,7 @@ class Accounts:
                     f"project {project!r} is not a project of any organisation {user!r} belongs to "
                     "(an admin adds you: threadloom admin org member add ORG USER)"
                 )
-            return Access(user, project, org, role)
+            return Access(user, project, org, role, server_admin=account["server_admin_since"] is not None)
 
         return self._store.read(read)
 

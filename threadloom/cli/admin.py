@@ -1,8 +1,9 @@
 """`threadloom admin ...`: a team server's accounts, run on the server's machine (its shell is the authority).
 
-user add|list|remove, org add|list, org member add|remove, project assign, token create|list|revoke. A
-token is printed once, when it is made, on stdout alone (so `$(threadloom admin token create alice)` captures
-it); only its SHA-256 is stored.
+user add|list|remove|grant-server-admin|revoke-server-admin, org add|list, org member add|remove, project
+assign, token create|list|revoke. A token is printed once, when it is made, on stdout alone (so `$(threadloom
+admin token create alice)` captures it); only its SHA-256 is stored. A server administrator is made here and
+nowhere else: no tool or header grants it.
 """
 
 from __future__ import annotations
@@ -57,22 +58,53 @@ def _json(value: Any) -> None:
     out.print_json(json.dumps(value, default=lambda o: o.__dict__))
 
 
+ServerAdmin = Annotated[
+    bool, typer.Option("--server-admin", help="A server administrator: status and health show the whole store.")
+]
+
+
 @user_cmd.command("add")
-def user_add(name: str) -> None:
+def user_add(name: str, server_admin: ServerAdmin = False) -> None:
     """Create an account."""
-    _with(lambda a: a.add_user(name))
-    out.print(f"added user {escape(name)}")
+    _with(lambda a: a.add_user(name, server_admin=server_admin))
+    out.print(f"added user {escape(name)}" + (", a server administrator" if server_admin else ""))
+
+
+@user_cmd.command("grant-server-admin")
+def user_grant_server_admin(name: str) -> None:
+    """Make a user a server administrator: their status, health and threadloom://status show the whole store's
+    figures (counts, size, index, connections, jobs), never another user's memories. From their next call."""
+    _with(lambda a: a.set_server_admin(name, True))
+    out.print(f"{escape(name)} is a server administrator")
+
+
+@user_cmd.command("revoke-server-admin")
+def user_revoke_server_admin(name: str) -> None:
+    """Make a server administrator an ordinary user again: their own figures only, from their next call."""
+    _with(lambda a: a.set_server_admin(name, False))
+    out.print(f"{escape(name)} is not a server administrator")
 
 
 @user_cmd.command("list")
 def user_list(as_json: AsJson = False) -> None:
     users = _with(lambda a: a.users())
     if as_json:
-        _json([{"name": u.name, "created_at": u.created_at, "orgs": {m.org: m.role for m in u.orgs}} for u in users])
+        _json(
+            [
+                {
+                    "name": u.name,
+                    "created_at": u.created_at,
+                    "orgs": {m.org: m.role for m in u.orgs},
+                    "server_admin_since": u.server_admin_since,
+                }
+                for u in users
+            ]
+        )
         return
     for u in users:
         orgs = ", ".join(f"{m.org} ({m.role})" for m in u.orgs) or "no organisation"
-        out.print(f"{escape(u.name)}  {escape(orgs)}")
+        admin = "  server admin" if u.server_admin_since is not None else ""
+        out.print(f"{escape(u.name)}  {escape(orgs)}{admin}")
 
 
 @user_cmd.command("remove")

@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any
 
 import anyio
 from mcp.server.context import ServerRequestContext
@@ -41,9 +41,6 @@ def forwarded_env(environ: Mapping[str, str]) -> dict[str, str]:
 class ConnectionState:
     """Who is on the other end of one connection, resolved lazily on its first real request."""
 
-    # Whether status and health may show figures of the whole store (every user's rows): yes on one person's
-    # server; a team server's account connection sees its own figures only (http_auth.py).
-    store_wide: ClassVar[bool] = True
     runtime: Runtime
     transport: str
     env: Mapping[str, str]
@@ -57,6 +54,12 @@ class ConnectionState:
     _last_touch: float = 0.0
     _recorded: bool = False  # the session's row is written (a full disk may have put that off)
     delivered: set[int] = field(default_factory=set)  # signals shown on this connection, not yet acknowledged
+
+    @property
+    def store_wide(self) -> bool:
+        """Whether status and health may show figures of the whole store (every user's rows): yes on one
+        person's server; on a team server only for a server administrator's request (http_auth.py)."""
+        return True
 
     async def ensure_session(self, ctx: ServerRequestContext[Any, Any]) -> SessionInfo:
         """Register the session on first use; afterwards keep its last-seen time fresh."""

@@ -21,9 +21,9 @@ async def health(
     """threadloom's vital signs when the user asks how it is doing: your counts and growth per kind, store
     size, index freshness, tool latency and errors, background jobs, ingest, self-test reliability.
     """
+    store_wide = connection_of(ctx.request_context).store_wide  # a team server's account: its own figures alone
     runtime, prov = await caller(ctx)
     loaded = runtime.embedder.get()
-    store_wide = connection_of(ctx.request_context).store_wide  # a team server's account: its own figures alone
     options = HealthOptions(window_days, loaded.fingerprint if loaded else None, runtime.settings.ingest, store_wide)
     report = await runtime.call(HealthService(runtime.store).report, prov.viewer().user, options)
     guard = report_for(runtime)  # the daemon's memory guard: its resident memory, cap, model unloaded or not

@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, ClassVar, Final
+from typing import Any, Final
 
 import anyio
 from mcp.server.context import ServerRequestContext
@@ -116,8 +116,13 @@ def _quoted(text: str) -> str:
 class AccountConnectionState(ConnectionState):
     """A connection of an account: its user, author and organisation, and its project, come from the gate."""
 
-    store_wide: ClassVar[bool] = False  # no account learns what other users or organisations hold
     access: Access | None = None
+
+    @property
+    def store_wide(self) -> bool:
+        """A server administrator's, as the gate read it for this request (so a revoke counts at the next);
+        no other account learns what other users or organisations hold."""
+        return self.access is not None and self.access.server_admin
 
     def project_of(self, roots: list[str]) -> str:
         return self._access().project

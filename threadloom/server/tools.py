@@ -33,16 +33,17 @@ async def status(
     to see which store and session you are in; not at every start (the brief has what you need).
     """
     conn = connection_of(ctx.request_context)
+    store_wide = conn.store_wide  # this request's: read before another request of the session can change it
     info = await conn.ensure_session(ctx.request_context)
-    return await status_report(conn.runtime, info, recent_events, store_wide=conn.store_wide)
+    return await status_report(conn.runtime, info, recent_events, store_wide=store_wide)
 
 
 async def status_report(
     runtime: Runtime, info: SessionInfo | None, recent_events: int = 0, *, store_wide: bool = True
 ) -> dict[str, Any]:
-    """The status tool's JSON. Without `store_wide` (a team server's account) no figure counts other users'
-    rows: the store's counts are the caller's own, and the live connections, the search index's coverage and
-    the learning pass's outcome (every user's messages) are left out."""
+    """The status tool's JSON. Without `store_wide` (a team server's account, not a server administrator) no
+    figure counts other users' rows: the store's counts are the caller's own, and the live connections, the
+    search index's coverage and the learning pass's outcome (every user's messages) are left out."""
     if store_wide:
         store = await runtime.call(runtime.status.store_status)
     elif info is None:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from threadloom.store import migrations_search as search_sql
-from threadloom.store.migrations_accounts import M030_ACCOUNTS_SQL, M031_READER_ROLE_SQL
+from threadloom.store.migrations_accounts import M030_ACCOUNTS_SQL, M031_READER_ROLE_SQL, M033_SERVER_ADMIN_SQL
 from threadloom.store.migrations_concepts import M027_CONCEPTS_SQL
 from threadloom.store.migrations_consolidate import M028_CONSOLIDATION_SQL
 from threadloom.store.migrations_context import M017_MEMORY_CONTEXT_SQL
@@ -391,6 +391,7 @@ MIGRATIONS: Sequence[Migration] = (
     Migration("m030_accounts", M030_ACCOUNTS_SQL),
     Migration("m031_reader_role", M031_READER_ROLE_SQL),
     Migration("m032_task_nodes", M032_TASK_NODES_SQL),
+    Migration("m033_server_admin", M033_SERVER_ADMIN_SQL),
 )
 
 BOOTSTRAP_SQL = """

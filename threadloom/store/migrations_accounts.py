@@ -61,3 +61,9 @@ M031_READER_ROLE_SQL: Final = """
     ALTER TABLE org_members_v2 RENAME TO org_members;
     CREATE INDEX org_members_account ON org_members (account);
 """
+
+# m033: a server administrator sees the whole store's figures in status and health (never another user's
+# memories). NULL: not one; else when it was granted. Only `threadloom admin` on the server's machine sets it.
+M033_SERVER_ADMIN_SQL: Final = """
+    ALTER TABLE accounts ADD COLUMN server_admin_since BIGINT;
+"""
