@@ -21,7 +21,10 @@ def token_id(token: str) -> str:
 
 
 def error_of(body: str) -> str:
-    return str(json.loads(body)["error"])
+    """A team server's refusal is a JSON-RPC error, so an MCP client shows its words."""
+    said = json.loads(body)
+    assert said["jsonrpc"] == "2.0" and said["id"] is None and said["error"]["data"] == {"retryable": False}
+    return str(said["error"]["message"])
 
 
 @pytest.fixture
@@ -80,7 +83,7 @@ async def test_revocation_expiry_and_removal_take_effect_at_the_next_call(team: 
     async with team_client(team, "bob", "shop") as c:
         await call(c, "memory_store", {"content": "bob's note on retries"})
         admin(team.home, "token", "revoke", token_id(team.tokens["bob"]))
-        with pytest.raises(MCPError):
+        with pytest.raises(MCPError, match="was revoked at"):  # the gate's words, not a bare HTTP failure
             await c.call_tool("memory_recall", {"query": "retries"})
     status, _, body = team.post(team.headers("bob", "shop"))
     assert status == 401 and "was revoked at" in error_of(body)
@@ -89,7 +92,7 @@ async def test_revocation_expiry_and_removal_take_effect_at_the_next_call(team: 
     async with team_client(team, "bob", "shop") as c:
         await call(c, "memory_recall", {"query": "retries"})
         admin(team.home, "org", "member", "remove", "acme", "bob")
-        with pytest.raises(MCPError):
+        with pytest.raises(MCPError, match="not a project of any organisation 'bob' belongs to"):
             await c.call_tool("memory_recall", {"query": "retries"})
     status, _, body = team.post(team.headers("bob", "shop"))
     assert status == 403 and "not a project of any organisation" in error_of(body)

@@ -61,6 +61,10 @@ class ConnectionState:
         person's server; on a team server only for a server administrator's request (http_auth.py)."""
         return True
 
+    async def recheck(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """Raise if the caller lost access since this request began (a team server's account, http_auth.py): a
+        call that waits asks again before it answers. Nothing to ask on one person's server."""
+
     async def ensure_session(self, ctx: ServerRequestContext[Any, Any]) -> SessionInfo:
         """Register the session on first use; afterwards keep its last-seen time fresh."""
         async with self._lock:

@@ -61,14 +61,15 @@ async def signal_send(
     runtime.waiters.notify()
     result = sent.as_dict()
     if kind == "ask" and wait_s > 0 and sent.id is not None:
-        ask_id = sent.id
+        ask_id, conn = sent.id, connection_of(ctx.request_context)
 
         async def answered() -> dict[str, Any] | None:
+            await conn.recheck(ctx.request_context)  # an account that lost access while waiting gets nothing
             return await runtime.call(runtime.signals.answer_for, prov, ask_id)
 
         answer = await runtime.waiters.until(answered, wait_s)
         if answer is not None:  # acknowledged by this connection's next inbox read
-            connection_of(ctx.request_context).delivered.add(int(answer["id"]))
+            conn.delivered.add(int(answer["id"]))
         result |= {"answer": answer, "timed_out": answer is None}
     return result
 
@@ -90,6 +91,7 @@ async def signal_inbox(
 
     async def arrived() -> dict[str, Any] | None:
         nonlocal acked
+        await conn.recheck(ctx.request_context)  # an account that lost access while waiting gets nothing
         box: dict[str, Any] = await runtime.call(runtime.signals.inbox, prov, acked, ack, limit, include_read)
         acked = []  # acknowledged once: a wait that polls again must not repeat the write
         return box if box["unread"] or wait_s == 0 else None

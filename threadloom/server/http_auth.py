@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final
 
 import anyio
@@ -31,6 +32,8 @@ from threadloom.server.http_gates import header_values, refuse
 from threadloom.server.http_oauth import JwtVerifier
 
 ACCESS_KEY = "threadloom.access"  # where the gate leaves the request's Access in the ASGI scope
+RECHECK_KEY = "threadloom.recheck"  # and how to ask for it again: `async () -> Access`
+REFUSAL_CODES: Final = {400: -32600, 401: -32001, 403: -32003, 404: -32004}  # JSON-RPC's server-defined range
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 PROJECT_HEADER = b"x-threadloom-project"
 # Never on a team server: thread tools need the repository (a laptop's `serve --remote` answers them), and
@@ -56,31 +59,37 @@ class AccountGate:
         if scope["path"].startswith(WELL_KNOWN):
             await self._metadata(send)
             return
-        given = header_values(scope, b"authorization")
-        if not given:
+        if not header_values(scope, b"authorization"):
             await self._challenge(send, None, "this server needs an access token: Authorization: Bearer <token>")
             return
         try:
-            if len(given) != 1 or given[0][:7].lower() != b"bearer ":  # the scheme is case-insensitive (RFC 9110 11.1)
-                raise Unauthenticated("send one Authorization: Bearer <token> header")
-            user = await self._user(given[0][7:].decode("latin-1").strip())
-            if header_values(scope, b"x-threadloom-root"):
-                raise InvalidInput("a team server's sessions name a project (X-Threadloom-Project), not a folder")
-            named = [v.decode("latin-1") for v in header_values(scope, PROJECT_HEADER)]
-            if len(named) != 1:
-                raise InvalidInput("name the project you work in with one X-Threadloom-Project header")
-            access = await anyio.to_thread.run_sync(self._accounts.access, user, named[0])
+            access = await self._access(scope)
         except Unauthenticated as exc:
             await self._challenge(send, "invalid_token", exc.message)
             return
         except Forbidden as exc:
-            await refuse(send, 403, exc.message)
+            await _refuse(send, 403, exc.message)
             return
         except InvalidInput as exc:
-            await refuse(send, 400, exc.message)
+            await _refuse(send, 400, exc.message)
             return
         scope[ACCESS_KEY] = access
+        scope[RECHECK_KEY] = partial(self._access, scope)  # the same question again, for a call that waits
         await self.app(scope, receive, send)
+
+    async def _access(self, scope: Scope) -> Access:
+        """The request's credential and project, asked of the store now (raises Unauthenticated, Forbidden or
+        InvalidInput)."""
+        given = header_values(scope, b"authorization")
+        if len(given) != 1 or given[0][:7].lower() != b"bearer ":  # the scheme is case-insensitive (RFC 9110 11.1)
+            raise Unauthenticated("send one Authorization: Bearer <token> header")
+        user = await self._user(given[0][7:].decode("latin-1").strip())
+        if header_values(scope, b"x-threadloom-root"):
+            raise InvalidInput("a team server's sessions name a project (X-Threadloom-Project), not a folder")
+        named = [v.decode("latin-1") for v in header_values(scope, PROJECT_HEADER)]
+        if len(named) != 1:
+            raise InvalidInput("name the project you work in with one X-Threadloom-Project header")
+        return await anyio.to_thread.run_sync(self._accounts.access, user, named[0])
 
     async def _user(self, token: str) -> str:
         if looks_like_ours(token) or self._oauth is None:
@@ -96,16 +105,24 @@ class AccountGate:
         if self._oauth is not None:
             parts.append(f'resource_metadata="{self._oauth.config.metadata_url()}"')
         value = "Bearer" + (" " + ", ".join(parts) if parts else "")
-        await refuse(send, 401, message, [(b"www-authenticate", value.encode("latin-1", "replace"))])
+        await _refuse(send, 401, message, [(b"www-authenticate", value.encode("latin-1", "replace"))])
 
     async def _metadata(self, send: Send) -> None:
         if self._oauth is None:
-            await refuse(send, 404, "this server takes no OAuth tokens (serve --http --oauth-issuer)")
+            await _refuse(send, 404, "this server takes no OAuth tokens (serve --http --oauth-issuer)")
             return
         body = self._oauth.config.metadata().model_dump_json(exclude_none=True).encode()
         headers = [(b"content-type", b"application/json"), (b"cache-control", b"max-age=3600")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
+
+
+async def _refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
+    """A refusal whose body is a JSON-RPC error (id null): an MCP client shows its message as the failed call's
+    error (a revoked token mid-session says so), where a body of another shape reaches the agent as a bare
+    "Server returned an error response"."""
+    error = {"code": REFUSAL_CODES.get(status, -32000), "message": message, "data": {"retryable": False}}
+    await refuse(send, status, message, headers, body={"jsonrpc": "2.0", "id": None, "error": error})
 
 
 def _quoted(text: str) -> str:
@@ -126,6 +143,16 @@ class AccountConnectionState(ConnectionState):
 
     def project_of(self, roots: list[str]) -> str:
         return self._access().project
+
+    async def recheck(self, ctx: ServerRequestContext[Any, Any]) -> None:
+        """The gate's question asked again for this request: a token revoked, a user removed or taken out of the
+        organisation while a call waited ends the call with the gate's words, before it answers."""
+        again = (ctx.request.scope if ctx.request is not None else {}).get(RECHECK_KEY)
+        if again is None:
+            raise Unauthenticated("this request carries no authenticated account")
+        access = await again()
+        if (access.user, access.project) != (self._access().user, self._access().project):
+            raise Forbidden("this MCP session belongs to another account or project; open a new session")
 
     def identity(self) -> Identity:
         access = self._access()

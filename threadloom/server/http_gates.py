@@ -12,6 +12,7 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Callable
+from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -39,8 +40,15 @@ def header_values(scope: Scope, name: bytes) -> list[bytes]:
     return [value for key, value in scope.get("headers") or [] if key == name]
 
 
-async def refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    body = json.dumps({"error": message, "retryable": False}).encode()
+async def refuse(
+    send: Send,
+    status: int,
+    message: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    body: dict[str, Any] | None = None,
+) -> None:
+    """Answer `status` with `body` (else `{error: message, retryable: false}`) and close the connection."""
+    content = json.dumps(body if body is not None else {"error": message, "retryable": False}).encode()
     await send(
         {
             "type": "http.response.start",
@@ -48,7 +56,7 @@ async def refuse(send: Send, status: int, message: str, headers: list[tuple[byte
             "headers": [(b"content-type", b"application/json"), (b"connection", b"close"), *(headers or [])],
         }
     )
-    await send({"type": "http.response.body", "body": body})
+    await send({"type": "http.response.body", "body": content})
 
 
 class BearerTokenGate:

@@ -86,7 +86,8 @@ def preflight(url: str, headers: Mapping[str, str], timeout: float = 30) -> None
             return
     except urllib.error.HTTPError as exc:
         try:
-            said = str(json.loads(exc.read(65536)).get("error") or exc.reason)
+            error = json.loads(exc.read(65536)).get("error")  # a team server's: a JSON-RPC error object
+            said = str((error.get("message") if isinstance(error, dict) else error) or exc.reason)
         except (ValueError, AttributeError):
             said = str(exc.reason)
         raise ConfigError(f"the team server at {url} refused this bridge ({exc.code}): {said}") from None
