@@ -144,3 +144,24 @@ def result_of(body: str) -> dict[str, Any]:
     lines = [line[5:] for line in body.splitlines() if line.startswith("data:")] or [body]
     message = json.loads(lines[-1])
     return dict(message.get("result") or message.get("error") or {})
+
+
+async def test_an_ask_waiting_for_its_answer_ends_when_the_token_is_revoked(team: Team) -> None:
+    async with team_client(team, "bob", "shop") as bob, team_client(team, "alice", "shop") as alice:
+        hers = (await call(alice, "status", {}))["session"]["id"]
+        answer: dict[str, Any] = {}
+
+        async def ask() -> None:
+            result = await bob.call_tool("signal_send", {"kind": "ask", "to": hers, "text": "ready?", "wait_s": 60})
+            answer.update(result.structured_content or {})
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(ask)
+            asked = "SELECT id FROM signals WHERE body = 'ready?'"
+            while not rows(team, asked):  # once the ask is written, bob's call is past the gate and waits
+                await anyio.sleep(0.05)
+            admin(team.home, "token", "revoke", team.tokens["bob"].split("_")[1])
+            reply = {"kind": "answer", "reply_to": rows(team, asked)[0]["id"], "text": "yes: heronword"}
+            await call(alice, "signal_send", reply)
+    assert answer["retryable"] is False and "was revoked at" in answer["error"], answer
+    assert "heronword" not in json.dumps(answer)
