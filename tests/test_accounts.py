@@ -192,3 +192,5 @@ def test_a_server_admin_is_granted_and_revoked_by_name_and_read_at_every_access(
     accounts.remove_user("dora")
     with pytest.raises(Unauthenticated):
         accounts.access("dora", "shop")
+    assert accounts.add_user("dora").server_admin_since is None  # the name back is not the flag back
+    assert [u.server_admin_since for u in accounts.users() if u.name == "dora"] == [None]
