@@ -88,12 +88,14 @@ async def signal_inbox(
     runtime, prov = await caller(ctx)
     conn = connection_of(ctx.request_context)
     acked, conn.delivered = sorted(conn.delivered), set()
+    first_look = True  # follows the gate's check of this very request
 
     async def arrived() -> dict[str, Any] | None:
-        nonlocal acked
-        await conn.recheck(ctx.request_context)  # an account that lost access while waiting gets nothing
+        nonlocal acked, first_look
+        if not first_look:  # after a wake-up: an account that lost access while waiting gets nothing
+            await conn.recheck(ctx.request_context)
         box: dict[str, Any] = await runtime.call(runtime.signals.inbox, prov, acked, ack, limit, include_read)
-        acked = []  # acknowledged once: a wait that polls again must not repeat the write
+        acked, first_look = [], False  # acknowledged once: a wait that polls again must not repeat the write
         return box if box["unread"] or wait_s == 0 else None
 
     found = await runtime.waiters.until(arrived, wait_s)
