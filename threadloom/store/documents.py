@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from threadloom.search.model import Document, Filters
@@ -189,9 +190,10 @@ def lexical(
     chosen = term_stats.informative(r, terms, POSTINGS_BUDGET, max_terms) if terms else []
     if not chosen:
         return []
-    if r.dialect == "postgresql":  # one statement: the planner puts the filters where they cost least
-        where, params = filter_sql(filters)
-        return postgres_search.lexical(r, chosen, where, params, limit)
+    if r.dialect == "postgresql":  # one statement: the documents' own columns select, visibility in rank order
+        where, params = filter_sql(replace(filters, memory=None))
+        visible = filter_sql(filters) if filters.memory is not None else ("1 = 1", {})
+        return postgres_search.lexical(r, chosen, where, params, limit, visible)
     match = fts_expression(chosen)
     pool = limit * 2
     ranked = r.tuples(
@@ -301,6 +303,8 @@ def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tu
     """(from, to, edge weight) for memory documents linked by a memory-graph edge, either direction;
     `to` passes `filters`."""
     where, params = filter_sql(filters)
+    if r.dialect == "postgresql":
+        return postgres_search.graph_neighbours(r, ids, where, params)
     found: list[tuple[int, int, float]] = []
     for start in range(0, len(ids), 300):
         chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 300])}
