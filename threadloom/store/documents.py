@@ -178,16 +178,23 @@ def fts_expression(terms: Sequence[str]) -> str:
 
 
 def lexical(
-    r: Reader, terms: Sequence[str], filters: Filters, limit: int, max_terms: int | None = None
+    r: Reader,
+    terms: Sequence[str],
+    filters: Filters,
+    limit: int,
+    max_terms: int | None = None,
+    chosen: Sequence[str] | None = None,
 ) -> list[tuple[int, float]]:
     """Ids and BM25 scores (higher is better) of the best documents that pass `filters`. Only
     informative terms are scored (see `terms`); `max_terms` keeps just the rarest few.
 
     The index ranks alone first (no join per match); when enough of its best pass the filters, or
     it had no more to give, that is exactly the filtered ranking. Otherwise the filters go into the
-    ranking query itself, so a selective filter never comes back short.
+    ranking query itself, so a selective filter never comes back short. `chosen`: the terms
+    `terms.choose` kept, when the caller has them already.
     """
-    chosen = term_stats.informative(r, terms, POSTINGS_BUDGET, max_terms) if terms else []
+    if chosen is None:
+        chosen = term_stats.informative(r, terms, POSTINGS_BUDGET, max_terms) if terms else []
     if not chosen:
         return []
     if r.dialect == "postgresql":  # one statement: the documents' own columns select, visibility in rank order
