@@ -277,11 +277,10 @@ def _full_text(
     r: Reader, terms: Sequence[str], filters: Filters, limit: int, max_terms: int | None
 ) -> list[tuple[int, float]]:
     """BM25 hits, each as its share of the query's BM25 ceiling on the calibrated scale (fusion.py)."""
-    found = documents.lexical(r, terms, filters, limit, max_terms)
+    scored, total, frequency = term_stats.choose(r, terms, documents.POSTINGS_BUDGET, max_terms)  # bm25()'s terms
+    found = documents.lexical(r, terms, filters, limit, max_terms, scored)
     if not found:
         return found
-    scored = term_stats.informative(r, terms, documents.POSTINGS_BUDGET, max_terms)  # the terms bm25() saw
-    total, frequency = term_stats.frequencies(r, scored)
     ceiling = bm25_ceiling(total, [frequency[t] for t in scored])
     return [(doc_id, lexical_scale(raw, ceiling)) for doc_id, raw in found]
 

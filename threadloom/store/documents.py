@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 from threadloom.search.model import Document, Filters
@@ -177,21 +178,29 @@ def fts_expression(terms: Sequence[str]) -> str:
 
 
 def lexical(
-    r: Reader, terms: Sequence[str], filters: Filters, limit: int, max_terms: int | None = None
+    r: Reader,
+    terms: Sequence[str],
+    filters: Filters,
+    limit: int,
+    max_terms: int | None = None,
+    chosen: Sequence[str] | None = None,
 ) -> list[tuple[int, float]]:
     """Ids and BM25 scores (higher is better) of the best documents that pass `filters`. Only
     informative terms are scored (see `terms`); `max_terms` keeps just the rarest few.
 
     The index ranks alone first (no join per match); when enough of its best pass the filters, or
     it had no more to give, that is exactly the filtered ranking. Otherwise the filters go into the
-    ranking query itself, so a selective filter never comes back short.
+    ranking query itself, so a selective filter never comes back short. `chosen`: the terms
+    `terms.choose` kept, when the caller has them already.
     """
-    chosen = term_stats.informative(r, terms, POSTINGS_BUDGET, max_terms) if terms else []
+    if chosen is None:
+        chosen = term_stats.informative(r, terms, POSTINGS_BUDGET, max_terms) if terms else []
     if not chosen:
         return []
-    if r.dialect == "postgresql":  # one statement: the planner puts the filters where they cost least
-        where, params = filter_sql(filters)
-        return postgres_search.lexical(r, chosen, where, params, limit)
+    if r.dialect == "postgresql":  # one statement: the documents' own columns select, visibility in rank order
+        where, params = filter_sql(replace(filters, memory=None))
+        visible = filter_sql(filters) if filters.memory is not None else ("1 = 1", {})
+        return postgres_search.lexical(r, chosen, where, params, limit, visible)
     match = fts_expression(chosen)
     pool = limit * 2
     ranked = r.tuples(
@@ -301,6 +310,8 @@ def graph_neighbours(r: Reader, ids: Sequence[int], filters: Filters) -> list[tu
     """(from, to, edge weight) for memory documents linked by a memory-graph edge, either direction;
     `to` passes `filters`."""
     where, params = filter_sql(filters)
+    if r.dialect == "postgresql":
+        return postgres_search.graph_neighbours(r, ids, where, params)
     found: list[tuple[int, int, float]] = []
     for start in range(0, len(ids), 300):
         chunk = {f"i{n}": i for n, i in enumerate(ids[start : start + 300])}

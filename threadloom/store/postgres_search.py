@@ -14,7 +14,6 @@ filter can leave fewer than asked, and then the same query runs as an exact scan
 
 from __future__ import annotations
 
-import json
 import math
 import threading
 from collections.abc import Sequence
@@ -85,40 +84,62 @@ def _tsquery(terms: Sequence[str]) -> tuple[str, dict[str, str]]:
     return " | ".join(parts), first
 
 
-def _weights(r: Reader, terms: Sequence[str]) -> tuple[str, dict[str, str], float]:
-    """The query, each stem's IDF (FTS5's, floored at 1e-6) as JSON, and the average document length."""
+def _weights(r: Reader, terms: Sequence[str]) -> tuple[str, list[str], list[float], float]:
+    """The query, its stems and their IDF (FTS5's, floored at 1e-6), and the average document length: one
+    statement for the frequencies and the length total."""
     query, first = _tsquery(terms)
-    total, df = term_stats.frequencies(r, list(first))
+    wanted = sorted({*first.values(), term_stats.TOTAL})
+    found = dict(
+        r.tuples(
+            "SELECT term, df FROM document_terms WHERE term = ANY(:terms) "
+            "UNION ALL SELECT NULL, total FROM document_lengths",
+            {"terms": wanted},
+        )
+    )
+    total, length_total = int(found.get(term_stats.TOTAL) or 0), int(found.get(None) or 0)
     idf: dict[str, float] = {}
-    for term, stem in first.items():
-        n = df[term]
+    for stem in first.values():
+        n = int(found.get(stem) or 0)
         idf[stem] = max(1e-6, math.log((total - n + 0.5) / (n + 0.5)))
-    length_total = int(r.scalar("SELECT total FROM document_lengths") or 0)
     average = length_total / total if total else 1.0
-    return query, {"idf": json.dumps(idf)}, max(average, 1e-9)
+    return query, list(idf), list(idf.values()), max(average, 1e-9)
 
 
-_BM25 = (
-    "SELECT c.id, SUM(CAST(i.value AS DOUBLE PRECISION) * t.tf * (:k1 + 1) "
-    "/ (t.tf + :k1 * (1 - :b + :b * c.fts_len / :avg))) AS score FROM candidates c "
-    # Only the query's stems are unnested: weight A marks them, ts_filter keeps them (C, not a row per lexeme).
-    "CROSS JOIN LATERAL (SELECT u.lexeme, cardinality(u.positions) AS tf "
-    "FROM unnest(ts_filter(setweight(c.fts, 'A', CAST(:stems AS TEXT[])), '{a}')) u) t "
-    "JOIN json_each(:idf) i ON i.key = t.lexeme "
-    "GROUP BY c.id ORDER BY score DESC, c.id LIMIT :limit"
+# A candidate's BM25: only the query's stems are unnested (weight A marks them, ts_filter keeps them, in C),
+# each weighted by its IDF looked up by position in the stems' array.
+_SCORE = (
+    "(SELECT SUM((CAST(:idf AS DOUBLE PRECISION[]))[array_position(CAST(:stems AS TEXT[]), u.lexeme)] "
+    "* cardinality(u.positions) * (:k1 + 1) / (cardinality(u.positions) + :k1 * (1 - :b + :b * c.fts_len / :avg))) "
+    "FROM unnest(ts_filter(setweight(c.fts, 'A', CAST(:stems AS TEXT[])), '{a}')) u)"
 )
+_COLUMNS = "d.id, d.kind, d.ref, d.project, d.thread, d.source, d.status, d.occurred_at, d.created_at, d.fts, d.fts_len"
 
 
-def lexical(r: Reader, terms: Sequence[str], where: str, params: dict[str, Any], limit: int) -> list[tuple[int, float]]:
-    """Ids and BM25 scores of the best `limit` documents matching any term that pass `where` (on alias `d`)."""
-    query, weights, average = _weights(r, terms)
+def lexical(
+    r: Reader,
+    terms: Sequence[str],
+    where: str,
+    params: dict[str, Any],
+    limit: int,
+    visible: tuple[str, dict[str, Any]] = ("1 = 1", {}),
+) -> list[tuple[int, float]]:
+    """Ids and BM25 scores of the best `limit` documents matching any term that pass `where` and `visible`
+    (both on alias `d`), in one statement. `where` (the documents' own columns) selects the candidates;
+    `visible` (who may see them: a lookup of each candidate's memory, note or message) is checked in the
+    ranking order, best first, until `limit` have passed: the same documents as checking every candidate
+    before ranking, without a lookup per candidate (at 100k memories those lookups were most of a recall)."""
+    query, stems, idf, average = _weights(r, terms)
     if not query:
         return []
-    stems = list(json.loads(weights["idf"]))
+    visible_sql, visible_params = visible
     rows = r.tuples(
-        "WITH candidates AS (SELECT d.id, d.fts, d.fts_len FROM documents d "
-        f"WHERE d.fts @@ CAST(:q AS tsquery) AND {where}) " + _BM25,
-        params | weights | {"q": query, "k1": K1, "b": B, "avg": average, "limit": limit, "stems": stems},
+        f"SELECT d.id, d.score FROM (SELECT c.*, {_SCORE} AS score FROM (SELECT {_COLUMNS} FROM documents d "
+        f"WHERE d.fts @@ CAST(:q AS tsquery) AND {where}) c "
+        # OFFSET 0 keeps `visible` out of this subquery (below the sort it would run on every candidate).
+        f"ORDER BY score DESC, c.id OFFSET 0) d WHERE {visible_sql} ORDER BY d.score DESC, d.id LIMIT :limit",
+        params
+        | visible_params
+        | {"q": query, "stems": stems, "idf": idf, "k1": K1, "b": B, "avg": average, "limit": limit},
     )
     return [(int(i), float(score)) for i, score in rows]
 
@@ -126,6 +147,26 @@ def lexical(r: Reader, terms: Sequence[str], where: str, params: dict[str, Any],
 def lexical_within(r: Reader, terms: Sequence[str], ids: Sequence[int], limit: int) -> list[tuple[int, float]]:
     keys = {f"i{n}": i for n, i in enumerate(ids)}
     return lexical(r, terms, f"d.id IN ({', '.join(':' + k for k in keys)})", keys, limit)
+
+
+def graph_neighbours(r: Reader, ids: Sequence[int], where: str, params: dict[str, Any]) -> list[tuple[int, int, float]]:
+    """documents.py's `graph_neighbours` in one statement: the seeds' edges, both ways, are found first (a
+    materialised CTE fixes that order), so `where` (visibility included) is checked on the few documents
+    they reach. Left to itself the planner started from every memory document and checked each."""
+    if not ids:
+        return []
+    rows = r.tuples(
+        # `|| ''` keeps the kind index out (all memory documents, ANDed with ten ids); LATERAL keeps the reached
+        # documents inner, looked up by (kind, ref) one by one.
+        "WITH seeds AS MATERIALIZED (SELECT s.id, s.ref FROM documents s WHERE s.id = ANY(:ids) "
+        "AND s.kind || '' = 'memory'), reached AS MATERIALIZED (SELECT s.id, e.target AS far, e.weight "
+        "FROM seeds s JOIN memory_edges e ON e.source = s.ref "
+        "UNION ALL SELECT s.id, e.source, e.weight FROM seeds s JOIN memory_edges e ON e.target = s.ref) "
+        "SELECT x.id, y.id, x.weight FROM reached x CROSS JOIN LATERAL (SELECT d.id FROM documents d "
+        f"WHERE d.kind = 'memory' AND d.ref = x.far AND {where}) y",
+        params | {"ids": list(ids)},
+    )
+    return [(int(a), int(b), float(w)) for a, b, w in rows]
 
 
 # vectors

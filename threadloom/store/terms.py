@@ -103,7 +103,15 @@ def informative(r: Reader, terms: Sequence[str], postings_budget: int, max_terms
     """The query terms worth scoring: rarest first, within a budget of postings (the rarest is always
     kept), at most `max_terms` of them. Dropping common terms was measured to cost recall on LoCoMo
     while its stores are small, so nothing is dropped until the budget binds."""
-    _, df = frequencies(r, terms)
+    return choose(r, terms, postings_budget, max_terms)[0]
+
+
+def choose(
+    r: Reader, terms: Sequence[str], postings_budget: int, max_terms: int | None = None
+) -> tuple[list[str], int, dict[str, int]]:
+    """`informative`'s terms, with the number of documents and each term's document frequency (what a
+    BM25 ceiling needs) from the same statement."""
+    total, df = frequencies(r, terms)
     ranked = sorted(terms, key=lambda t: df[t])
     kept: list[str] = []
     spent = 0
@@ -114,4 +122,4 @@ def informative(r: Reader, terms: Sequence[str], postings_budget: int, max_terms
             break
         kept.append(term)
         spent += df[term]
-    return [t for t in terms if t in kept]  # the caller's order
+    return [t for t in terms if t in kept], total, df  # the caller's order
