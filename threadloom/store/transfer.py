@@ -144,8 +144,9 @@ def _offsets(source: Store, target: Store, sid: str, fresh: bool) -> dict[str, i
 
         def record(w: Writer) -> dict[str, int]:
             found = {t: int(w.scalar(f"SELECT COALESCE(max(id), 0) FROM {_quoted(t)}")) for t in names}
-            for t, offset in found.items():
-                w.execute("INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) DO NOTHING",
+            for t, offset in found.items():  # a run killed before its mark landed no row: its offsets are redone
+                w.execute("INSERT INTO job_cursors (name, position) VALUES (:n, :p) "
+                          "ON CONFLICT (name) DO UPDATE SET position = excluded.position",
                           {"n": prefix + t, "p": offset})  # fmt: skip
             return found
 
