@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 from typing import Annotated
 
@@ -17,6 +18,22 @@ from threadloom.runtime import hold_store_lock
 from threadloom.store.select import SCHEMES, open_selected
 from threadloom.store.sqlite import open_store
 from threadloom.store.transfer import copy_store
+
+
+def _check_source(path: Path) -> None:
+    """Refuse, before opening it for writing (which would add threadloom's tables), a file that is not a
+    threadloom store: not SQLite, empty, or another program's database."""
+    with path.open("rb") as f:
+        header = f.read(16)
+    if header != b"SQLite format 3\x00":
+        raise StoreError(f"{path} is not a SQLite database" + (" (it is empty)" if not header else ""))
+    try:
+        with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as db:
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations'").fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    if found is None:
+        raise StoreError(f"{path} is a SQLite database but not a threadloom store: nothing to copy")
 
 
 def migrate(
@@ -34,6 +51,7 @@ def migrate(
     path = source or s.layout.database
     if not path.is_file():
         raise StoreError(f"no SQLite store at {path} to copy (name one with --from)")
+    _check_source(path)
     lock = hold_store_lock(s) if source is None else None  # as every command on the home's store
     src = open_store(path, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
     try:
@@ -50,7 +68,12 @@ def migrate(
                         shown[table] = bar.add_task(table, total=max(total, copied))
                     bar.update(shown[table], completed=copied, total=max(total, copied))  # type: ignore[arg-type]
 
-                report = copy_store(src, path, target, advance)
+                try:
+                    report = copy_store(src, path, target, advance)
+                except KeyboardInterrupt:  # the batch in flight rolled back; every committed one is recorded
+                    bar.stop()
+                    err.print("interrupted: run the same command again to resume where it stopped")
+                    raise typer.Exit(130) from None
         finally:
             target.close()
     finally:
