@@ -68,7 +68,13 @@ def compact(
         if full:
             lock = "each table ACCESS EXCLUSIVE" if store.dialect == "postgresql" else "the whole file"
             err.print(f"compact --full: rewriting the store, {lock} locked meanwhile: reads and writes wait")
-        report = Compaction(store).run(convert=convert, budget_s=budget, full=full)
+        try:
+            report = Compaction(store).run(convert=convert, budget_s=budget, full=full)
+        except KeyboardInterrupt:
+            if not full:
+                raise
+            err.print("interrupted: the table being rewritten is left as it was, the ones before it are rewritten")
+            raise typer.Exit(130) from None
     if as_json:
         out.print_json(json.dumps(report))
         return
