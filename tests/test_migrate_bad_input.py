@@ -6,6 +6,7 @@ Real SQLite and PostgreSQL, the CLI as a subprocess."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -85,3 +86,20 @@ def test_ctrl_c_mid_run_says_how_to_resume_and_the_next_run_finishes_it(tmp_path
     done = cli(home, "migrate", "--to", postgres_url, timeout=300)
     assert done.returncode == 0, done.stderr
     assert_same(db, postgres_url)
+
+
+def test_a_new_store_where_one_moved_in_from_before_is_refused(tmp_path: Path, postgres_url: str) -> None:
+    first = tmp_path / "laptop"
+    first.mkdir()
+    home = make_home(first)
+    assert cli(home, "migrate", "--to", postgres_url).returncode == 0
+    with psycopg.connect(postgres_url) as conn:
+        before = conn.execute("SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM events)").fetchone()
+    shutil.rmtree(first)  # the laptop's store made afresh, at the same path
+    first.mkdir()
+    home = make_home(first)
+    again = cli(home, "migrate", "--to", postgres_url)
+    assert again.returncode == 2 and "another store, made before this one, moved into" in again.stderr, again.stderr
+    with psycopg.connect(postgres_url) as conn:
+        after = conn.execute("SELECT (SELECT count(*) FROM memories), (SELECT count(*) FROM events)").fetchone()
+    assert after == before
