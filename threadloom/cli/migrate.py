@@ -44,7 +44,8 @@ def migrate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Copy a personal SQLite store into a PostgreSQL team database, keeping every id, edge, validity and
-    provenance. Safe to run again, and an interrupted run resumes where it stopped."""
+    provenance; beside a store that moved in first, integer ids move past its own, with every reference to
+    them. Safe to run again, and an interrupted run resumes where it stopped."""
     s = settings()
     if not to.startswith(SCHEMES):
         raise ConfigError(f"--to takes a postgresql:// URL (got {to.split(':', 1)[0]}:...)")
