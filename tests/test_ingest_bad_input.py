@@ -2,14 +2,15 @@
 list): a 50 MB single line, invalid UTF-8 (raw bytes, and half a UTF-16 pair escaped in the JSON), a
 JSONL record and a Gemini JSON session cut mid-record, a symlink loop in a watched folder, a file that
 vanishes mid-read and a 200 MB transcript. Each is skipped or read up to the damage, reported, and never
-stops the other files, the other sources or the daemon."""
+stops the other files, the other sources or the daemon. Each test with a `home` runs on both backends
+(tests/backend_home.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
-import sqlite3
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +18,15 @@ import anyio
 import pytest
 from mcp import Client
 
-from tests.helpers import cli, serve_params, structured
+from tests import helpers
+from tests.backend_home import home, open_home_store, store_env
+from tests.helpers import structured
 from tests.test_ingest import FIXTURES, PLACES, PROJECT, line
 from threadloom.transcripts import sources
 
 HUGE = 50 << 20
 BIG = 200 << 20
+__all__ = ["home"]
 GOOD = {"before the huge line", "after the huge line", "valid first", "bad \ufffd here", "valid after", "complete"}
 
 
@@ -43,6 +47,8 @@ def damaged_home(user: Path) -> Path:
         f.write(line(5, "raw RAW byte", session="u8").encode().replace(b"RAW", b"\xff\xfe"))
         f.write(b"\xff\xfe\x00\x80 not json at all\n")
         f.write(line(7, "valid after", session="u8").encode())
+        # a NUL escaped in the JSON: SQLite keeps it, PostgreSQL's text refuses it
+        f.write(line(9, "nul \x00 inside", session="u8", cwd="/home/ada/src/lo\x00om").encode())
     with open(project / "cut.jsonl", "w") as f:
         f.write(line(1, "complete", session="cut") + line(3, "cut short", session="cut")[:40])
     whole = (FIXTURES / "gemini/session-2025-11-03T14-20-7c1d2e3f.json").read_text()
@@ -55,10 +61,25 @@ def damaged_home(user: Path) -> Path:
     return project
 
 
+def cli(home: Path, *args: str, timeout: float = 60, **env: str) -> subprocess.CompletedProcess[str]:
+    return helpers.cli(home, *args, timeout=timeout, **env, **store_env(home))
+
+
+def serve_params(home: Path, *args: str, **env: str) -> Any:
+    return helpers.serve_params(home, *args, **env, **store_env(home))
+
+
+def from_store(home: Path, sql: str, params: dict[str, Any] | None = None) -> list[tuple[Any, ...]]:
+    store = open_home_store(home)
+    try:
+        return [tuple(row) for row in store.read(lambda r: r.tuples(sql, params or {}))]
+    finally:
+        store.close()
+
+
 def stored_texts(home: Path, session: str) -> set[str]:
-    with sqlite3.connect(f"file:{home / 'threadloom.db'}?mode=ro", uri=True) as db:
-        rows = db.execute("SELECT text FROM transcript_messages WHERE session_id = ?", (session,)).fetchall()
-    return {text for (text,) in rows}
+    rows = from_store(home, "SELECT text FROM transcript_messages WHERE session_id = :s", {"s": session})
+    return {str(text) for (text,) in rows}
 
 
 def test_the_cli_reads_past_every_kind_of_damage_and_reports_it(home: Path, tmp_path: Path) -> None:
@@ -83,6 +104,7 @@ def test_the_cli_reads_past_every_kind_of_damage_and_reports_it(home: Path, tmp_
     said = stored_texts(home, "hl") | stored_texts(home, "u8") | stored_texts(home, "cut")
     assert said >= GOOD and "cut short" not in said
     assert any(t.startswith("raw ") and "\ufffd" in t for t in said)
+    assert any(t in ("nul \x00 inside", "nul \ufffd inside") for t in said)  # PostgreSQL's text has no NUL
     status = json.loads(done.stdout)["status"]
     claude = next(s for s in status["sources"] if s["source"] == "claude-code")
     assert claude["problems"]["incomplete_tail"] == 1
@@ -152,10 +174,9 @@ async def test_the_daemon_answers_through_a_200_mb_transcript_that_then_vanishes
         # and the 50 MB line is skipped over several passes (each reads at most 16 MB of a file)
         await until(client, lambda f: "after the huge line" in stored_texts(home, "hl"), "past the huge line")
     assert stored_texts(home, "hl") >= {"before the huge line", "after the huge line"}
-    with sqlite3.connect(f"file:{home / 'threadloom.db'}?mode=ro", uri=True) as db:
-        (kept, keys) = db.execute(
-            "SELECT COUNT(*), COUNT(DISTINCT key) FROM transcript_messages WHERE session_id = 'big'"
-        ).fetchone()
+    [(kept, keys)] = from_store(
+        home, "SELECT COUNT(*), COUNT(DISTINCT key) FROM transcript_messages WHERE session_id = 'big'"
+    )
     assert 0 < kept < turns and keys == kept  # read up to where it vanished, each turn once
 
 

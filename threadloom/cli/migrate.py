@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 from pathlib import Path
 from typing import Annotated
 
@@ -19,6 +20,22 @@ from threadloom.store.sqlite import open_store
 from threadloom.store.transfer import copy_store
 
 
+def _check_source(path: Path) -> None:
+    """Refuse, before opening it for writing (which would add threadloom's tables), a file that is not a
+    threadloom store: not SQLite, empty, or another program's database."""
+    with path.open("rb") as f:
+        header = f.read(16)
+    if header != b"SQLite format 3\x00":
+        raise StoreError(f"{path} is not a SQLite database" + (" (it is empty)" if not header else ""))
+    try:
+        with sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True) as db:
+            found = db.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_migrations'").fetchone()
+    except sqlite3.Error as exc:
+        raise StoreError(f"cannot read {path}: {exc}") from None
+    if found is None:
+        raise StoreError(f"{path} is a SQLite database but not a threadloom store: nothing to copy")
+
+
 def migrate(
     to: Annotated[str, typer.Option("--to", help="The team database: postgresql://user:password@host/db.")],
     source: Annotated[
@@ -27,13 +44,15 @@ def migrate(
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
     """Copy a personal SQLite store into a PostgreSQL team database, keeping every id, edge, validity and
-    provenance. Safe to run again, and an interrupted run resumes where it stopped."""
+    provenance; beside a store that moved in first, integer ids move past its own, with every reference to
+    them. Safe to run again, and an interrupted run resumes where it stopped."""
     s = settings()
     if not to.startswith(SCHEMES):
         raise ConfigError(f"--to takes a postgresql:// URL (got {to.split(':', 1)[0]}:...)")
     path = source or s.layout.database
     if not path.is_file():
         raise StoreError(f"no SQLite store at {path} to copy (name one with --from)")
+    _check_source(path)
     lock = hold_store_lock(s) if source is None else None  # as every command on the home's store
     src = open_store(path, busy_timeout_ms=s.busy_timeout_ms, write_attempts=s.write_attempts)
     try:
@@ -50,7 +69,12 @@ def migrate(
                         shown[table] = bar.add_task(table, total=max(total, copied))
                     bar.update(shown[table], completed=copied, total=max(total, copied))  # type: ignore[arg-type]
 
-                report = copy_store(src, path, target, advance)
+                try:
+                    report = copy_store(src, path, target, advance)
+                except KeyboardInterrupt:  # the batch in flight rolled back; every committed one is recorded
+                    bar.stop()
+                    err.print("interrupted: run the same command again to resume where it stopped")
+                    raise typer.Exit(130) from None
         finally:
             target.close()
     finally:

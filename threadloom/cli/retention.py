@@ -10,7 +10,7 @@ from typing import Annotated, Any
 
 import typer
 
-from threadloom.cli.app import out, settings
+from threadloom.cli.app import err, out, settings
 from threadloom.hygiene.compaction import Compaction
 from threadloom.hygiene.retention import Retention, Windows
 from threadloom.runtime import settings_store
@@ -48,13 +48,33 @@ def compact(
         ),
     ] = True,
     budget: Annotated[float, typer.Option(min=1, max=86_400, help="Seconds the pass may take.")] = 600.0,
+    full: Annotated[
+        bool,
+        typer.Option(
+            "--full",
+            help="Rewrite the whole store to give its free space back to the operating system, in one go (no "
+            "steps, no budget). PostgreSQL: VACUUM FULL of every table, each locked ACCESS EXCLUSIVE while it is "
+            "rewritten, so every read and write of it waits; needs free disk about the largest table's size. "
+            "SQLite: one VACUUM of the file, every writer waits for all of it.",
+        ),
+    ] = False,
     as_json: AsJson = False,
 ) -> None:
     """Give the store's free space back and merge its full-text index, in short steps while servers keep
-    serving; then empty the write-ahead log when no reader holds it."""
+    serving; then empty the write-ahead log when no reader holds it. On PostgreSQL: VACUUM (ANALYZE), which
+    readers and writers work beside; freed space is reused by new rows, and --full returns it."""
     s = settings()
     with settings_store(s) as store:
-        report = Compaction(store).run(convert=convert, budget_s=budget)
+        if full:
+            lock = "each table ACCESS EXCLUSIVE" if store.dialect == "postgresql" else "the whole file"
+            err.print(f"compact --full: rewriting the store, {lock} locked meanwhile: reads and writes wait")
+        try:
+            report = Compaction(store).run(convert=convert, budget_s=budget, full=full)
+        except KeyboardInterrupt:
+            if not full:
+                raise
+            err.print("interrupted: the table being rewritten is left as it was, the ones before it are rewritten")
+            raise typer.Exit(130) from None
     if as_json:
         out.print_json(json.dumps(report))
         return
@@ -88,11 +108,16 @@ def render_compaction(report: dict[str, Any]) -> str:
         return f"compaction: not run ({report.get('reason', '')})"
     if report.get("backend") == "postgresql":
         v = report["vacuum"]
+        full = bool(v.get("full"))
         return (
-            f"compaction: VACUUM (ANALYZE) of {v['tables']} tables in {report['seconds']} s; "
+            f"compaction: VACUUM ({'FULL, ' if full else ''}ANALYZE) of {v['tables']} tables in {report['seconds']} s; "
             f"{v['dead_rows_removed']:,} dead row versions removed, {v['dead_rows_kept']:,} kept for older "
             f"transactions; tables {v['bytes_before']:,} -> {v['bytes_after']:,} bytes "
-            "(freed space is reused; VACUUM FULL returns it)"
+            + (
+                "(rewritten: the space went back to the system)"
+                if full
+                else "(freed space is reused; --full returns it)"
+            )
         )
     before, after = report["before"], report["after"]
     lines = [
@@ -102,6 +127,8 @@ def render_compaction(report: dict[str, Any]) -> str:
         f"{report['longest_hold_ms']} ms at most, {report['total_hold_ms']} ms in all"
         + ("" if report.get("finished", True) else " (time budget reached: the next pass goes on)"),
     ]
+    if report.get("full"):
+        lines[1] = f"compaction: one VACUUM rewrote the file in {report['seconds']} s, writers held meanwhile"
     if "conversion" in report:
         lines.append(report["conversion"])
     if "converted_hold_s" in report:

@@ -8,6 +8,10 @@ own busy-handler sleep), and the store file's figures before and after. A pass s
 next one goes on where it stopped. Recorded in `job_runs` as `store.compaction`; single-flight with retention
 by the `store.hygiene` lease. On PostgreSQL a pass is one VACUUM (ANALYZE) of every table (store/postgres_vacuum.py):
 what it removed, what an older snapshot kept, the tables' bytes before and after.
+
+`full` (`threadloom compact --full`) trades the short steps for a whole rewrite that gives the free space back
+to the operating system: on SQLite one plain VACUUM of the file (writers wait for all of it), on PostgreSQL
+VACUUM FULL of every table (each table locked ACCESS EXCLUSIVE while it is rewritten).
 """
 
 from __future__ import annotations
@@ -56,12 +60,19 @@ class Compaction:
         self._compactor = compactor if compactor is not None else compactor_for(store)
 
     def run(
-        self, *, convert: bool | None = None, budget_s: float = 300.0, take_lease: bool = True, optimize: bool = True
+        self,
+        *,
+        convert: bool | None = None,
+        budget_s: float = 300.0,
+        take_lease: bool = True,
+        optimize: bool = True,
+        full: bool = False,
     ) -> dict[str, Any]:
         """One pass. `convert`: rewrite an older store once so it can be compacted in steps (None: only when it is
         small, as the daemon does; True: whatever its size, as `threadloom compact` does). `optimize`: merge the
         whole full-text index into one segment (what drops deleted rows' entries; it rewrites the index, so a
-        daily pass asks for it only after deleting documents); otherwise only the merges FTS5 would make anyway."""
+        daily pass asks for it only after deleting documents); otherwise only the merges FTS5 would make anyway.
+        `full`: a whole rewrite instead (the module's docstring); no steps, no budget."""
         c = self._compactor
         if c is None and self._store.dialect != "postgresql":
             return {"ran": False, "reason": "this store's backend reclaims space by itself"}
@@ -69,18 +80,18 @@ class Compaction:
         if take_lease and not self._store.write(lambda w: jobs.acquire(w, LEASE, me, now_ms(), LEASE_MS)):
             raise StoreBusy("another process is running retention or compaction; try again when it is done")
         if c is None:
-            return self._vacuum(me if take_lease else None)
+            return self._vacuum(me if take_lease else None, full)
         started, clock = now_ms(), time.monotonic()
         report: dict[str, Any] = {"ran": True, "before": c.sizes()}
         try:
-            report |= self._pass(c, convert, optimize, clock + budget_s)
+            report |= self._whole(c) if full else self._pass(c, convert, optimize, clock + budget_s)
             report["freed_bytes"] = _on_disk(report["before"]) - _on_disk(report["after"])
         finally:
             outcome: dict[str, Any] = {k: report[k] for k in ("freed_bytes", "steps", "longest_hold_ms") if k in report}
             self._store.write(partial(_finish, started=started, holder=me if take_lease else None, outcome=outcome))
         return report | {"seconds": round(time.monotonic() - clock, 3)}
 
-    def _vacuum(self, me: str | None) -> dict[str, Any]:
+    def _vacuum(self, me: str | None, full: bool) -> dict[str, Any]:
         """PostgreSQL: VACUUM (ANALYZE) of every table, which readers and writers work beside (no step or budget:
         it takes no lock they wait for); autovacuum does the same on its own schedule."""
         from threadloom.store.postgres import PostgresStore
@@ -90,7 +101,7 @@ class Compaction:
         started, clock = now_ms(), time.monotonic()
         outcome: dict[str, Any] = {}
         try:
-            done = vacuum(self._store)
+            done = vacuum(self._store, full=full)
             outcome = {"tables": len(done["vacuumed"]), "dead_rows_removed": done["dead_rows_removed"]}
         finally:
             self._store.write(partial(_finish, started=started, holder=me, outcome=outcome))
@@ -100,6 +111,22 @@ class Compaction:
             "vacuum": {k: v for k, v in done.items() if k != "vacuumed"} | {"tables": len(done["vacuumed"])},
             "freed_bytes": int(done["bytes_before"]) - int(done["bytes_after"]),
             "seconds": round(time.monotonic() - clock, 3),
+        }
+
+    @staticmethod
+    def _whole(c: Compactor) -> dict[str, Any]:
+        """SQLite's plain VACUUM: the file rewritten whole in one write transaction, then the log emptied."""
+        held = c.convert()
+        checkpoint = c.checkpoint()
+        hold_ms = round(held * 1000, 2)
+        return {
+            "full": True,
+            "steps": 0,
+            "longest_hold_ms": max(hold_ms, float(checkpoint["held_ms"])),
+            "total_hold_ms": round(hold_ms + float(checkpoint["held_ms"]), 2),
+            "checkpoint": checkpoint,
+            "after": c.sizes(),
+            "finished": True,
         }
 
     def _pass(self, c: Compactor, convert: bool | None, optimize: bool, deadline: float) -> dict[str, Any]:

@@ -113,9 +113,9 @@ class SqliteCompactor:
             conn.execute("VACUUM")
             return time.perf_counter() - start
         except apsw.BusyError:
-            raise StoreBusy("the store stayed busy; the one-time conversion for compaction did not run") from None
+            raise StoreBusy("the store stayed busy for 10 s; VACUUM did not run (nothing changed): try again") from None
         except apsw.Error as exc:
-            raise StoreError(f"converting {self.path} for step-wise compaction failed: {exc}") from None
+            raise StoreError(f"VACUUM of {self.path} failed (nothing changed): {exc}") from None
         finally:
             conn.close()
 

@@ -47,9 +47,14 @@ _RETRYABLE = (pg_errors.LockNotAvailable, pg_errors.SerializationFailure, pg_err
 
 
 def redact(url: str) -> str:
-    """The URL without its password, for messages and `location`."""
-    parts = urlsplit(url)
-    if parts.password is None:
+    """The URL without its password, for messages and `location` (a URL that does not parse, whole)."""
+    try:
+        parts = urlsplit(url)
+        password = parts.password
+    except ValueError:  # e.g. an unclosed [ of an IPv6 host
+        scheme = url.split("://", 1)[0] if "://" in url else "postgresql"
+        return f"{scheme}://<a URL that does not parse>"
+    if password is None:
         return url
     host = parts.netloc.rsplit("@", 1)[-1]
     return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
@@ -194,6 +199,7 @@ class PostgresStore:
             psycopg.connect(self.url, connect_timeout=10).close()
         except psycopg.Error as exc:
             reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
+            reason = reason.replace(self.url, self.location)  # libpq quotes a URL it cannot parse, password and all
             raise StoreError(f"cannot open the PostgreSQL store at {self.location}: {reason}") from None
 
     def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:

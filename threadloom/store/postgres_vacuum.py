@@ -12,6 +12,12 @@ What PostgreSQL still holds after it, said in `KEPT`: the removed tuples' bytes 
 space until new rows overwrite them (only `VACUUM FULL`, which rewrites a table under an ACCESS EXCLUSIVE
 lock, or a dump and restore drops them), in the write-ahead log until its segments are recycled, and in
 archived WAL, base backups and dumps until they expire.
+
+`full` (`threadloom compact --full`) runs VACUUM FULL instead: each table and its indexes rewritten into new
+files, the old ones removed, so the free space goes back to the operating system. It holds an ACCESS
+EXCLUSIVE lock on the table it rewrites (every read and write of that table waits, table after table) and
+needs free disk about the size of the largest table. It waits at most `FULL_LOCK_TIMEOUT_MS` for that lock
+(a longer wait would queue every other query behind it) and stops there, the tables before it done.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 
-from threadloom.errors import StoreError
+from threadloom.errors import StoreBusy, StoreError
 from threadloom.store.postgres import PostgresStore
 
 KEPT: Final = (
@@ -35,6 +41,9 @@ KEPT: Final = (
     "pg_dump files until those expire"
 )
 _DEAD = re.compile(r"(\d+) removed, \d+ remain, (\d+) are dead but not yet removable")
+_FULL_REMOVED = re.compile(r"found (\d+) removable, \d+ nonremovable row versions")
+_FULL_KEPT = re.compile(r"(\d+) dead row versions cannot be removed yet")
+FULL_LOCK_TIMEOUT_MS: Final = 10_000
 
 
 def _bytes(conn: psycopg.Connection[Any], tables: Sequence[str]) -> int:
@@ -55,21 +64,29 @@ def all_tables(store: PostgresStore) -> list[str]:
     ]
 
 
-def vacuum(store: PostgresStore, tables: Sequence[str] | None = None, *, retry_after_s: float = 1.0) -> dict[str, Any]:
+def vacuum(
+    store: PostgresStore, tables: Sequence[str] | None = None, *, retry_after_s: float = 1.0, full: bool = False
+) -> dict[str, Any]:
     """VACUUM (VERBOSE, ANALYZE) each of `tables` (every table of the schema when None); what it removed,
     what an older snapshot kept, the tables' bytes before and after. A table where rows were kept is vacuumed
-    once more after `retry_after_s` (an autovacuum ANALYZE holds an older snapshot for a moment)."""
+    once more after `retry_after_s` (an autovacuum ANALYZE holds an older snapshot for a moment). `full`:
+    VACUUM FULL (the module's docstring), never repeated."""
     names = list(tables) if tables is not None else all_tables(store)
     started = time.monotonic()
     notices: list[str] = []
+    command = "VACUUM (FULL, VERBOSE, ANALYZE) {}" if full else "VACUUM (VERBOSE, ANALYZE) {}"
 
     def heard(diagnostic: psycopg.errors.Diagnostic) -> None:
-        notices.append(str(diagnostic.message_primary or ""))
+        notices.append(f"{diagnostic.message_primary or ''} {diagnostic.message_detail or ''}")
 
     def one(conn: psycopg.Connection[Any], name: str) -> tuple[int, int]:
         first = len(notices)
-        conn.execute(sql.SQL("VACUUM (VERBOSE, ANALYZE) {}").format(sql.Identifier(name)))
-        found = [(int(m.group(1)), int(m.group(2))) for line in notices[first:] for m in _DEAD.finditer(line)]
+        conn.execute(sql.SQL(command).format(sql.Identifier(name)))
+        said = notices[first:]
+        if full:
+            removed = sum(int(m.group(1)) for line in said for m in _FULL_REMOVED.finditer(line))
+            return removed, sum(int(m.group(1)) for line in said for m in _FULL_KEPT.finditer(line))
+        found = [(int(m.group(1)), int(m.group(2))) for line in said for m in _DEAD.finditer(line)]
         return sum(r for r, _ in found), sum(k for _, k in found)
 
     removed: dict[str, int] = {}
@@ -77,11 +94,13 @@ def vacuum(store: PostgresStore, tables: Sequence[str] | None = None, *, retry_a
     try:
         with store.pool().connection() as conn:  # the pool's connections autocommit: VACUUM refuses a transaction
             conn.add_notice_handler(heard)
+            if full:
+                conn.execute(sql.SQL("SET lock_timeout = {}").format(sql.Literal(f"{FULL_LOCK_TIMEOUT_MS}ms")))
             try:
                 before = _bytes(conn, names)
                 for name in names:
                     removed[name], kept[name] = one(conn, name)
-                again = [name for name in names if kept[name]]
+                again = [name for name in names if kept[name] and not full]
                 if again:
                     time.sleep(retry_after_s)
                 for name in again:
@@ -90,8 +109,19 @@ def vacuum(store: PostgresStore, tables: Sequence[str] | None = None, *, retry_a
                 after = _bytes(conn, names)
             finally:
                 conn.remove_notice_handler(heard)  # the connection goes back to the pool
+                if full and not conn.closed:
+                    conn.execute("RESET lock_timeout")
+    except psycopg.errors.LockNotAvailable:
+        done = ", ".join(removed) or "none"
+        raise StoreBusy(
+            f"VACUUM FULL waited {FULL_LOCK_TIMEOUT_MS // 1000} s for table {names[len(removed)]!r}, which another "
+            f"transaction holds, and stopped (tables rewritten: {done}); run it again when the store is quieter"
+        ) from None
     except psycopg.Error as exc:
-        raise StoreError(f"VACUUM on {store.location} failed: {exc}; the rows are erased, run again") from None
+        after_what = "" if full else "; the rows are erased, run again"
+        raise StoreError(
+            f"{'VACUUM FULL' if full else 'VACUUM'} on {store.location} failed: {exc}{after_what}"
+        ) from None
     skipped = [line for line in notices if "skipping" in line]  # e.g. a table this role does not own
     held = {name: n for name, n in kept.items() if n}
     report: dict[str, Any] = {
@@ -102,6 +132,7 @@ def vacuum(store: PostgresStore, tables: Sequence[str] | None = None, *, retry_a
         "bytes_after": after,
         "seconds": round(time.monotonic() - started, 3),
         "complete": not held and not skipped,
+        "full": full,
     }
     if skipped:
         report["skipped"] = skipped

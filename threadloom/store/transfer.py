@@ -50,6 +50,7 @@ SKIPPED_PREFIXES = ("documents_fts", "sqlite_")
 OCCUPIED_BY = ("memories", "documents", "events", "signals", "thread_notes", "sessions")
 PROGRESS = "migrate.copy:"
 MARK = "migrate.source:"
+BORN = "migrate.born:"  # when the source store was made (its first migration): tells a new store at the same path
 EXTENT = "migrate.extent:"  # a source's largest id per table when it last moved in alone, or first beside others
 
 Refs = dict[str, tuple[str, str]]  # column -> (parent table, parent column)
@@ -144,8 +145,9 @@ def _offsets(source: Store, target: Store, sid: str, fresh: bool) -> dict[str, i
 
         def record(w: Writer) -> dict[str, int]:
             found = {t: int(w.scalar(f"SELECT COALESCE(max(id), 0) FROM {_quoted(t)}")) for t in names}
-            for t, offset in found.items():
-                w.execute("INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) DO NOTHING",
+            for t, offset in found.items():  # a run killed before its mark landed no row: its offsets are redone
+                w.execute("INSERT INTO job_cursors (name, position) VALUES (:n, :p) "
+                          "ON CONFLICT (name) DO UPDATE SET position = excluded.position",
                           {"n": prefix + t, "p": offset})  # fmt: skip
             return found
 
@@ -253,6 +255,7 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     mark = MARK + sid
     report = Report(source.location, target.location)
     report.again, occupied = check_target(target, mark)
+    _check_born(source, target, sid, source_path)
     offsets = _offsets(source, target, sid, fresh=not report.again) if occupied or report.again else {}
     shifted = any(offsets.values())
     others = _check_extents(source, target, sid)
@@ -342,3 +345,22 @@ def _check_extents(source: Store, target: Store, sid: str) -> bool:
                 "threadloom export and threadloom import instead"
             )
     return others > 0
+
+
+def _check_born(source: Store, target: Store, sid: str, path: Path) -> None:
+    """A source is known by its machine and path: refuse a store made afresh where one that moved in before was
+    (its rows would be taken for that one's, and its ids meet them). Records the birth on first sight."""
+    born = int(source.read(lambda r: r.scalar(
+        "SELECT COALESCE(min(applied_at), 0) FROM schema_migrations WHERE name = 'm001_initial'")))  # fmt: skip
+    name = BORN + sid
+
+    def check(w: Writer) -> int:
+        w.execute("INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) DO NOTHING",
+                  {"n": name, "p": born})  # fmt: skip
+        return int(w.scalar("SELECT position FROM job_cursors WHERE name = :n", {"n": name}))
+
+    if target.write(check) != born:
+        raise StoreError(
+            f"another store, made before this one, moved into {target.location} from {path}: this one would be "
+            "taken for it. Move this one with threadloom export and threadloom import instead"
+        )

@@ -10,6 +10,7 @@ the foreign keys SQLite declares, and the references below that it does not.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Sequence
 from typing import Any, Final
 
@@ -33,7 +34,21 @@ TEXT_REFS: Final = {
         {"note": "thread_notes", "quote": "thread_notes", "transcript": "transcript_messages"},
     ),
     ("learning_candidates", "source_ref"): ("source", {"note": "thread_notes", "message": "transcript_messages"}),
+    ("consolidation_merges", "survivor"): ("kind", {"note": "thread_notes", "quote": "thread_notes"}),
+    ("consolidation_merges", "merged"): ("kind", {"note": "thread_notes", "quote": "thread_notes"}),
 }
+# The journal's details that quote an integer id (every `record_event` whose detail names one; memories,
+# claims, tasks and threads have text ids, kept): event kind -> {detail key: the table it points into}.
+EVENT_IDS: Final = {
+    "thread.note": {"id": "thread_notes"},
+    "thread.quote": {"id": "thread_notes"},
+    "thread.note_merged": {"survivor": "thread_notes", "merged": "thread_notes"},
+    "thread.quote_merged": {"survivor": "thread_notes", "merged": "thread_notes"},
+}
+SIGNAL_EVENTS: Final = "signal."  # signal.<kind>: {"id": <signal>}
+# `brief.sent` lists what a session was sent as `<kind>:<id>` keys (brief/model.py); these kinds' ids are integers.
+BRIEF_KEYS: Final = {"signal": "signals", "note": "thread_notes", "quote": "thread_notes",
+                     "transcript": "transcript_messages"}  # fmt: skip
 
 
 def identity_tables(r: Reader) -> list[str]:
@@ -66,8 +81,13 @@ def shifter(
     texts = [(at[c], at[by], {k: offsets.get(t, 0) for k, t in targets.items()})
              for (tb, c), (by, targets) in TEXT_REFS.items() if tb == table and c in at and by in at]  # fmt: skip
 
+    details = (at["kind"], at["detail"]) if table == "events" and {"kind", "detail"} <= at.keys() else None
+
     def shift(row: tuple[Any, ...]) -> tuple[Any, ...]:
         values = list(row)
+        if details is not None:
+            kind, detail = details
+            values[detail] = event_detail(str(values[kind]), values[detail], offsets)
         for i, offset in moves:
             if values[i] is not None:
                 values[i] = int(values[i]) + offset
@@ -78,3 +98,36 @@ def shifter(
         return tuple(values)
 
     return shift
+
+
+def event_detail(kind: str, detail: Any, offsets: dict[str, int]) -> Any:
+    """An event's detail with the integer ids it quotes moved by their tables' offsets; unchanged text when it
+    quotes none (or is not a JSON object)."""
+    keys = {"id": "signals"} if kind.startswith(SIGNAL_EVENTS) else EVENT_IDS.get(kind, {})
+    if not (keys or kind == "brief.sent") or not isinstance(detail, str):
+        return detail
+    try:
+        found = json.loads(detail)
+    except ValueError:
+        return detail
+    if not isinstance(found, dict):
+        return detail
+    changed = False
+    for key, table in keys.items():
+        value, offset = found.get(key), offsets.get(table, 0)
+        if offset and isinstance(value, int) and not isinstance(value, bool):
+            found[key], changed = value + offset, True
+    sent = found.get("keys") if kind == "brief.sent" else None
+    if isinstance(sent, list):
+        moved = [_brief_key(k, offsets) for k in sent]
+        if moved != sent:
+            found["keys"], changed = sorted(moved), True
+    return json.dumps(found, separators=(",", ":"), sort_keys=True) if changed else detail
+
+
+def _brief_key(key: Any, offsets: dict[str, int]) -> Any:
+    if not isinstance(key, str) or ":" not in key:
+        return key
+    kind, _, ident = key.partition(":")
+    offset = offsets.get(BRIEF_KEYS.get(kind, ""), 0)
+    return f"{kind}:{int(ident) + offset}" if offset and ident.isdigit() else key
