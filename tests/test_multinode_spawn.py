@@ -216,8 +216,8 @@ async def test_two_serving_nodes_count_each_others_children_and_a_killed_nodes_c
     supervisors: list[int] = []
     try:
         with (
-            multinode.node(tmp_path / "a", repo, postgres_url, THREADLOOM_NODE="a", **settings) as (a, proc_a),
-            multinode.node(tmp_path / "b", repo, postgres_url, THREADLOOM_NODE="b", **settings) as (b, _),
+            multinode.node(tmp_path / "a", repo, postgres_url, "a", **settings) as (a, proc_a),
+            multinode.node(tmp_path / "b", repo, postgres_url, "b", **settings) as (b, _),
         ):
             async with (
                 client(a, multinode.session("parent-on-a", repo)) as on_a,
@@ -259,8 +259,8 @@ async def test_a_killed_nodes_child_stays_running_until_its_short_lease_lapses_t
     supervisor = 0
     try:
         with (
-            multinode.node(tmp_path / "a", repo, postgres_url, THREADLOOM_NODE="a", **settings) as (a, proc_a),
-            multinode.node(tmp_path / "b", repo, postgres_url, THREADLOOM_NODE="b", **settings) as _,
+            multinode.node(tmp_path / "a", repo, postgres_url, "a", **settings) as (a, proc_a),
+            multinode.node(tmp_path / "b", repo, postgres_url, "b", **settings) as _,
         ):
             async with client(a, multinode.session("parent-on-a", repo)) as on_a:
                 task = structured(await on_a.call_tool("spawn", {"prompt": "sleep 300", "timeout_s": 600}))
