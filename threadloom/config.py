@@ -27,8 +27,8 @@ MAX_SOCKET_PATH = 104
 LOCAL_EMBEDDER_THREADS = 2
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MIN_DAEMON_MEMORY_MB = 32  # a cap below what the interpreter alone holds would only restart it
-# A node beats its lease every sixth of it: six missed beats, and other nodes take its tasks for lost. Under 6 s the
-# beat would come more than once a second.
+# A node beats its lease at least every sixth of it: six missed beats, and other nodes take its tasks for lost.
+# Under 6 s the beat would come more than once a second.
 MIN_NODE_LEASE_S = 6
 
 
@@ -135,7 +135,7 @@ class Settings(BaseSettings):
         90.0,
         ge=MIN_NODE_LEASE_S,
         le=3600,
-        description="Seconds other nodes count this node's tasks as running after its last beat; it beats every sixth.",
+        description="Seconds other nodes count this node's tasks as running past its last beat (at least every sixth).",
     )
     maintenance_interval: float = Field(
         600.0, ge=0, description="Seconds between memory maintenance passes in the daemon; 0 turns them off."
