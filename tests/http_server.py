@@ -108,42 +108,63 @@ LIMITED = (
 
 
 @contextmanager
-def serve_http(
+def start_http(
     home: Path,
     cwd: Path,
     *args: str,
     bind: str = "127.0.0.1",
+    port: int | None = None,
+    accounts: bool = False,
+    node: str = "",
+    store_url: str = "",
     open_files: int | None = None,
     **env: str,
-) -> Iterator[Served]:
-    """Start `serve --http` in `cwd`; the token is THREADLOOM_HTTP_TOKEN or the one it stored in the home."""
-    port = free_port()
+) -> Iterator[tuple[Served, subprocess.Popen[bytes]]]:
+    """Start `serve --http` in `cwd` (`accounts`: a team server, `--accounts`; `node`, `store_url`: its
+    THREADLOOM_NODE and THREADLOOM_STORE_URL; `env`: more settings) and wait until it accepts connections; it
+    is stopped on leaving unless it has already gone (a test may kill it). The token is THREADLOOM_HTTP_TOKEN
+    or the one it stored in the home; none with accounts (each user has its own) or `--no-token`."""
+    home.mkdir(parents=True, exist_ok=True)
+    port = port or free_port()
     log = home / f"http-{port}.log"
+    settings = {"THREADLOOM_NODE": node, "THREADLOOM_STORE_URL": store_url}
     with log.open("wb") as stderr:
-        command = ["-m", "threadloom", "serve", "--http", f"{bind}:{port}", *args]
+        command = ["-m", "threadloom", "serve", "--http", f"{bind}:{port}", *(["--accounts"] * accounts), *args]
         proc = subprocess.Popen(
             [PY, "-c", LIMITED, str(open_files), *command] if open_files else [PY, *command],
-            env=env_for(home, **env),
+            env=env_for(home, **{k: v for k, v in settings.items() if v}, **env),
             cwd=cwd,
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
     try:
-        wait_for(lambda: accepting(port) or proc.poll() is not None, what="the HTTP server")
+        wait_for(lambda: accepting(port) or proc.poll() is not None, timeout=60, what="the HTTP server")
         assert proc.poll() is None, log.read_text()
         token_file = home / "http.token"
         token = env.get("THREADLOOM_HTTP_TOKEN") or (
-            token_file.read_text().strip() if token_file.exists() and "--no-token" not in args else None
+            token_file.read_text().strip()
+            if token_file.exists() and "--no-token" not in args and not accounts
+            else None
         )
-        yield Served(port, home, log, token)
+        yield Served(port, home, log, token), proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+
+
+@contextmanager
+def serve_http(
+    home: Path, cwd: Path, *args: str, bind: str = "127.0.0.1", open_files: int | None = None, **env: str
+) -> Iterator[Served]:
+    """`start_http` for a one-user server."""
+    with start_http(home, cwd, *args, bind=bind, open_files=open_files, **env) as (served, _):
+        yield served
 
 
 def run_http(

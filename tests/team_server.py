@@ -5,7 +5,6 @@ alice owns acme, bob is a member there, carol owns globex; acme holds the projec
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass, field
@@ -17,8 +16,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 
 from tests.backend_home import open_home_store, store_env
-from tests.helpers import PY, cli, env_for, wait_for
-from tests.http_server import INIT, accepting, free_port
+from tests.helpers import cli
+from tests.http_server import INIT, start_http
 
 PROJECTS = {"shop": "acme", "garden": "globex"}
 
@@ -87,29 +86,8 @@ class Team:
 
 @contextmanager
 def team_server(home: Path, cwd: Path, *args: str, port: int | None = None, **env: str) -> Iterator[Team]:
-    port = port or free_port()
-    log = home / f"team-{port}.log"
-    home.mkdir(parents=True, exist_ok=True)
-    with log.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [PY, "-m", "threadloom", "serve", "--http", f"127.0.0.1:{port}", "--accounts", *args],
-            env=env_for(home, **store_env(home) | env),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    try:
-        wait_for(lambda: accepting(port) or proc.poll() is not None, timeout=60, what="the team server")
-        assert proc.poll() is None, log.read_text()
-        yield Team(port, home, log)
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+    with start_http(home, cwd, *args, port=port, accounts=True, **store_env(home) | env) as (served, _):
+        yield Team(served.port, home, served.log)
 
 
 @asynccontextmanager

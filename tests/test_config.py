@@ -47,6 +47,18 @@ def test_an_invalid_value_is_a_clear_config_error(home: Path, monkeypatch: pytes
         load_settings()
 
 
+def test_the_node_lease_sets_its_beat_and_is_refused_outside_its_range(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert (load_settings().node_lease_seconds, load_settings().node_beat_s) == (90.0, 15.0)
+    monkeypatch.setenv("THREADLOOM_NODE_LEASE_SECONDS", "12")
+    assert load_settings().node_beat_s == 2.0
+    for bad in ("5", "3601", "0", "soon"):
+        monkeypatch.setenv("THREADLOOM_NODE_LEASE_SECONDS", bad)
+        with pytest.raises(ConfigError, match="THREADLOOM_NODE_LEASE_SECONDS"):
+            load_settings()
+
+
 def test_a_home_too_long_for_a_socket_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("THREADLOOM_HOME", str(tmp_path / ("x" * 120)))
     with pytest.raises(ConfigError, match="too long"):

@@ -16,8 +16,8 @@ import anyio
 import psycopg
 import pytest
 
-from tests.helpers import PY, env_for, structured, wait_for
-from tests.http_server import Served, accepting, client, free_port, git_repo
+from tests.helpers import structured
+from tests.http_server import Served, client, git_repo, start_http
 from threadloom.coordination.waiting import CHANNEL
 from threadloom.store.postgres import open_postgres
 
@@ -26,32 +26,15 @@ TOKEN = "multinode-test-token-0123456789abcdef"
 
 
 @contextmanager
-def node(home: Path, cwd: Path, url: str, **env: str) -> Iterator[tuple[Served, subprocess.Popen[bytes]]]:
-    """One `serve --http` node of the team on the database at `url` (`env`: more settings)."""
-    home.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    log = home / f"node-{port}.log"
-    with log.open("wb") as stderr:
-        proc = subprocess.Popen(
-            [PY, "-m", "threadloom", "serve", "--http", f"127.0.0.1:{port}"],
-            env=env_for(home, THREADLOOM_STORE_URL=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana", **env),
-            cwd=cwd,
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-    try:
-        wait_for(lambda: accepting(port) or proc.poll() is not None, timeout=60, what="a node")
-        assert proc.poll() is None, log.read_text()
-        yield Served(port, home, log, TOKEN), proc
-    finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+def node(
+    home: Path, cwd: Path, url: str, name: str = "", **env: str
+) -> Iterator[tuple[Served, subprocess.Popen[bytes]]]:
+    """One `serve --http` node of the team on the database at `url` (`name`: its THREADLOOM_NODE; `env`: more
+    settings)."""
+    with start_http(
+        home, cwd, node=name, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana", **env
+    ) as started:
+        yield started
 
 
 def session(sid: str, repo: Path) -> dict[str, str]:

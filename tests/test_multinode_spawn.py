@@ -216,8 +216,8 @@ async def test_two_serving_nodes_count_each_others_children_and_a_killed_nodes_c
     supervisors: list[int] = []
     try:
         with (
-            multinode.node(tmp_path / "a", repo, postgres_url, THREADLOOM_NODE="a", **settings) as (a, proc_a),
-            multinode.node(tmp_path / "b", repo, postgres_url, THREADLOOM_NODE="b", **settings) as (b, _),
+            multinode.node(tmp_path / "a", repo, postgres_url, "a", **settings) as (a, proc_a),
+            multinode.node(tmp_path / "b", repo, postgres_url, "b", **settings) as (b, _),
         ):
             async with (
                 client(a, multinode.session("parent-on-a", repo)) as on_a,
@@ -247,3 +247,44 @@ async def test_two_serving_nodes_count_each_others_children_and_a_killed_nodes_c
         for pid in supervisors:
             if processes.running(pid, None):
                 os.kill(pid, signal.SIGTERM)
+
+
+@pytest.mark.anyio
+async def test_a_killed_nodes_child_stays_running_until_its_short_lease_lapses_then_is_lost(
+    tmp_path: Path, postgres_url: str
+) -> None:
+    """The real expiry, no hand-edited lease: nodes with a 10 s lease (beaten every 1.7 s), A killed -9."""
+    repo = git_repo(tmp_path / "repo")
+    settings = {"THREADLOOM_SPAWN_COMMAND": FAKE, "THREADLOOM_NODE_LEASE_SECONDS": "10"}
+    supervisor = 0
+    try:
+        with (
+            multinode.node(tmp_path / "a", repo, postgres_url, "a", **settings) as (a, proc_a),
+            multinode.node(tmp_path / "b", repo, postgres_url, "b", **settings) as _,
+        ):
+            async with client(a, multinode.session("parent-on-a", repo)) as on_a:
+                task = structured(await on_a.call_tool("spawn", {"prompt": "sleep 300", "timeout_s": 600}))
+                supervisor = int(task["pid"])
+                # A's sweep beats its lease: each beat reaches at most 10 s ahead (the default would be 90 s)
+                beaten = _lease(postgres_url, task["node"])
+                await multinode.wait_until(lambda: _lease(postgres_url, task["node"]) > beaten)
+            os.kill(proc_a.pid, signal.SIGKILL)
+            proc_a.wait()
+            lapses = _lease(postgres_url, task["node"])  # nobody beats it again
+            assert lapses - now_ms() <= 10_000
+            assert _task(postgres_url, task["id"])["status"] == "running"  # A is dead, but its lease lives
+            seen: list[tuple[int, str]] = []
+
+            def lost() -> bool:
+                seen.append((now_ms(), _task(postgres_url, task["id"])["status"]))
+                return seen[-1][1] == "lost"
+
+            await multinode.wait_until(lost, timeout=120)  # B's sweep (every 1.7 s) records it
+            assert all(status == "running" for at, status in seen if at < lapses), seen
+            with psycopg.connect(postgres_url) as conn:
+                row = conn.execute("SELECT finished_at, exit_code FROM tasks WHERE id = %s", (task["id"],)).fetchone()
+            assert row is not None and row[0] >= lapses and row[1] is None
+            assert processes.running(supervisor, None)  # B killed nothing: A's child runs on
+    finally:
+        if supervisor and processes.running(supervisor, None):
+            os.kill(supervisor, signal.SIGTERM)

@@ -27,6 +27,9 @@ MAX_SOCKET_PATH = 104
 LOCAL_EMBEDDER_THREADS = 2
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 MIN_DAEMON_MEMORY_MB = 32  # a cap below what the interpreter alone holds would only restart it
+# A node beats its lease at least every sixth of it: six missed beats, and other nodes take its tasks for lost.
+# Under 6 s the beat would come more than once a second.
+MIN_NODE_LEASE_S = 6
 
 
 RETENTION_FIELDS = tuple(f"retention_{kind}_days" for kind in ("transcripts", "signals", "journal", "tasks", "restore"))
@@ -128,6 +131,12 @@ class Settings(BaseSettings):
         pattern=r"^[A-Za-z0-9._-]*$",
         description="This server's name among several on one database; empty: its machine's (spawned tasks' owner).",
     )
+    node_lease_seconds: float = Field(
+        90.0,
+        ge=MIN_NODE_LEASE_S,
+        le=3600,
+        description="Seconds other nodes count this node's tasks as running past its last beat (at least every sixth).",
+    )
     maintenance_interval: float = Field(
         600.0, ge=0, description="Seconds between memory maintenance passes in the daemon; 0 turns them off."
     )
@@ -219,6 +228,11 @@ class Settings(BaseSettings):
     @property
     def layout(self) -> HomeLayout:
         return HomeLayout(self.home)
+
+    @property
+    def node_beat_s(self) -> float:
+        """How often a serving node refreshes its lease while it has tasks: a sixth of the lease."""
+        return self.node_lease_seconds / 6
 
     def allowed_origins(self) -> list[str]:
         return [o.strip() for o in self.http_allowed_origins.split(",") if o.strip()]

@@ -142,7 +142,7 @@ class Runtime:
         whose spawning process died as their supervisors saw them end. Idempotent, so every serving
         process may run it."""
         while True:
-            await anyio.sleep(LIVENESS_SWEEP_S)
+            await anyio.sleep(min(LIVENESS_SWEEP_S, self.settings.node_beat_s))  # the sweep beats the node's lease
             try:
                 expired = await self.call(self.presence.expire_absent, list(self.live))
                 released = await self.call(self.hygiene.release_orphans) if expired else 0
@@ -287,6 +287,7 @@ def open_runtime(settings: Settings, mode: Mode) -> Runtime:
                 daily_cost_usd=settings.spawn_daily_cost_usd,
                 toolset=settings.toolset,
                 node=settings.node,
+                node_lease_ms=round(settings.node_lease_seconds * 1000),
             ),
         ),
         store_lock_fd=lock_fd,

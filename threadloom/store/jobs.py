@@ -15,8 +15,9 @@ from typing import Any, Final
 from threadloom.coordination import processes
 from threadloom.store.base import Reader, Writer
 
-# A node's lease (`beat`): refreshed every liveness sweep (15 s) while the node has tasks; six missed, and
-# other nodes take its tasks for lost. Expired ones are dropped after a day.
+# A node's lease (`beat`), by default: THREADLOOM_NODE_LEASE_SECONDS, refreshed at least every sixth of it (the
+# liveness sweep) while the node has tasks; six missed, and other nodes take its tasks for lost. Expired ones are
+# dropped after a day.
 NODE_LEASE_MS: Final = 90_000
 _NODE_LEASES_KEPT_MS: Final = 86_400_000
 _IMAGE = secrets.token_hex(3)  # this program image: a daemon that exec'd a fresh one keeps its pid and start
