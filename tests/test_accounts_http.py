@@ -21,10 +21,13 @@ def token_id(token: str) -> str:
 
 
 def error_of(body: str) -> str:
-    """A team server's refusal is a JSON-RPC error, so an MCP client shows its words."""
+    """A refusal before any MCP session is `{error, retryable}`; within one, a JSON-RPC error carrying it."""
     said = json.loads(body)
-    assert said["jsonrpc"] == "2.0" and said["id"] is None and said["error"]["data"] == {"retryable": False}
-    return str(said["error"]["message"])
+    if "jsonrpc" in said:
+        assert said["id"] is None and said["error"]["data"]["retryable"] is False
+        said = said["error"]["data"]
+    assert said["retryable"] is False
+    return str(said["error"])
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 import anyio
 from mcp.server.context import ServerRequestContext
@@ -41,6 +41,7 @@ def forwarded_env(environ: Mapping[str, str]) -> dict[str, str]:
 class ConnectionState:
     """Who is on the other end of one connection, resolved lazily on its first real request."""
 
+    keeps_threads: ClassVar[bool] = True  # a team server's account: thread files stay in the laptop's repository
     runtime: Runtime
     transport: str
     env: Mapping[str, str]

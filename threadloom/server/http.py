@@ -32,7 +32,7 @@ from threadloom.server.http_auth import (
     AccountGate,
     team_toolset,
 )
-from threadloom.server.http_gates import BearerTokenGate, ClientHeaderGate, OriginGate, is_loopback
+from threadloom.server.http_gates import BearerTokenGate, BodyLimitGate, ClientHeaderGate, OriginGate, is_loopback
 from threadloom.server.http_guard import Limits, bound_logs
 from threadloom.server.http_oauth import JwtVerifier, OAuthConfig
 from threadloom.server.http_roots import HttpConnectionState, RootPolicy
@@ -91,7 +91,7 @@ def http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=host,
     )
-    app = ClientHeaderGate(app, roots, os.getcwd(), partial(check_session_settings, server))
+    app = BodyLimitGate(ClientHeaderGate(app, roots, os.getcwd(), partial(check_session_settings, server)))
     app = OriginGate(app, host, settings.allowed_origins())
     if auth is not None:  # accounts: each request's own token says who (http_auth.py)
         return AccountGate(app, auth.accounts, auth.oauth)

@@ -16,7 +16,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import Any, Final
+from typing import Any, ClassVar, Final
 
 import anyio
 from mcp.server.context import ServerRequestContext
@@ -30,10 +30,10 @@ from threadloom.identity import Identity
 from threadloom.server.connection import ConnectionState, HttpConnections
 from threadloom.server.http_gates import header_values, refuse
 from threadloom.server.http_oauth import JwtVerifier
+from threadloom.server.http_sessions import SessionOwners
 
 ACCESS_KEY = "threadloom.access"  # where the gate leaves the request's Access in the ASGI scope
 RECHECK_KEY = "threadloom.recheck"  # and how to ask for it again: `async () -> Access`
-REFUSAL_CODES: Final = {400: -32600, 401: -32001, 403: -32003, 404: -32004}  # JSON-RPC's server-defined range
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
 PROJECT_HEADER = b"x-threadloom-project"
 # Never on a team server: thread tools need the repository (a laptop's `serve --remote` answers them), and
@@ -48,6 +48,7 @@ class AccountGate:
         self.app = app
         self._accounts = accounts
         self._oauth = oauth
+        self._sessions = SessionOwners()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -59,23 +60,24 @@ class AccountGate:
         if scope["path"].startswith(WELL_KNOWN):
             await self._metadata(send)
             return
-        if not header_values(scope, b"authorization"):
-            await self._challenge(send, None, "this server needs an access token: Authorization: Bearer <token>")
+        given = header_values(scope, b"authorization")
+        if not given:
+            await self._challenge(send, scope, None, "this server needs an access token: Authorization: Bearer <token>")
             return
         try:
             access = await self._access(scope)
         except Unauthenticated as exc:
-            await self._challenge(send, "invalid_token", exc.message)
+            await self._challenge(send, scope, "invalid_token", exc.message)
             return
         except Forbidden as exc:
-            await _refuse(send, 403, exc.message)
+            await refuse(send, 403, exc.message, scope=scope)
             return
         except InvalidInput as exc:
-            await _refuse(send, 400, exc.message)
+            await refuse(send, 400, exc.message, scope=scope)
             return
         scope[ACCESS_KEY] = access
         scope[RECHECK_KEY] = partial(self._access, scope)  # the same question again, for a call that waits
-        await self.app(scope, receive, send)
+        await self._sessions.pass_on(self.app, scope, receive, send, (access.user, access.project))
 
     async def _access(self, scope: Scope) -> Access:
         """The request's credential and project, asked of the store now (raises Unauthenticated, Forbidden or
@@ -99,30 +101,23 @@ class AccountGate:
             raise Unauthenticated(f"the access token's {self._oauth.config.user_claim} {user!r} is no account here")
         return user
 
-    async def _challenge(self, send: Send, error: str | None, message: str) -> None:
+    async def _challenge(self, send: Send, scope: Scope, error: str | None, message: str) -> None:
         """401 with RFC 6750's challenge; no `error` when no credential was sent at all (section 3.1)."""
         parts = [f'error="{error}"', f'error_description="{_quoted(message)}"'] if error else []
         if self._oauth is not None:
             parts.append(f'resource_metadata="{self._oauth.config.metadata_url()}"')
         value = "Bearer" + (" " + ", ".join(parts) if parts else "")
-        await _refuse(send, 401, message, [(b"www-authenticate", value.encode("latin-1", "replace"))])
+        challenge = [(b"www-authenticate", value.encode("latin-1", "replace"))]
+        await refuse(send, 401, message, challenge, scope=scope)
 
     async def _metadata(self, send: Send) -> None:
         if self._oauth is None:
-            await _refuse(send, 404, "this server takes no OAuth tokens (serve --http --oauth-issuer)")
+            await refuse(send, 404, "this server takes no OAuth tokens (serve --http --oauth-issuer)")
             return
         body = self._oauth.config.metadata().model_dump_json(exclude_none=True).encode()
         headers = [(b"content-type", b"application/json"), (b"cache-control", b"max-age=3600")]
         await send({"type": "http.response.start", "status": 200, "headers": headers})
         await send({"type": "http.response.body", "body": body})
-
-
-async def _refuse(send: Send, status: int, message: str, headers: list[tuple[bytes, bytes]] | None = None) -> None:
-    """A refusal whose body is a JSON-RPC error (id null): an MCP client shows its message as the failed call's
-    error (a revoked token mid-session says so), where a body of another shape reaches the agent as a bare
-    "Server returned an error response"."""
-    error = {"code": REFUSAL_CODES.get(status, -32000), "message": message, "data": {"retryable": False}}
-    await refuse(send, status, message, headers, body={"jsonrpc": "2.0", "id": None, "error": error})
 
 
 def _quoted(text: str) -> str:
@@ -133,6 +128,7 @@ def _quoted(text: str) -> str:
 class AccountConnectionState(ConnectionState):
     """A connection of an account: its user, author and organisation, and its project, come from the gate."""
 
+    keeps_threads: ClassVar[bool] = False
     access: Access | None = None
 
     @property

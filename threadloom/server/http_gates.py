@@ -12,7 +12,6 @@ import hmac
 import ipaddress
 import json
 from collections.abc import Callable
-from typing import Any
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -40,23 +39,41 @@ def header_values(scope: Scope, name: bytes) -> list[bytes]:
     return [value for key, value in scope.get("headers") or [] if key == name]
 
 
+# The SDK answers a larger body with a plain-text 413 of its own; this gate says it first, in our words.
+MAX_BODY_BYTES = 4 * 1024 * 1024
+DRAIN_BYTES = 64 * 1024 * 1024
+REFUSED = -32001  # a JSON-RPC server error code (-32000 to -32099) for a request refused before any tool ran
+
+
+def in_mcp_session(scope: Scope | None) -> bool:
+    """An MCP client past `initialize` (it sends its session id or protocol version on every request)."""
+    return scope is not None and any(header_values(scope, n) for n in (b"mcp-session-id", b"mcp-protocol-version"))
+
+
 async def refuse(
     send: Send,
     status: int,
     message: str,
     headers: list[tuple[bytes, bytes]] | None = None,
-    body: dict[str, Any] | None = None,
+    *,
+    scope: Scope | None = None,
+    close: bool = True,
 ) -> None:
-    """Answer `status` with `body` (else `{error: message, retryable: false}`) and close the connection."""
-    content = json.dumps(body if body is not None else {"error": message, "retryable": False}).encode()
+    """{error, retryable}; to an MCP client in a session, as a JSON-RPC error carrying the same (data), since
+    its SDK shows only "Server returned an error response" for any other body of a failed request."""
+    said = {"error": message, "retryable": False}
+    if in_mcp_session(scope):
+        said = {"jsonrpc": "2.0", "id": None, "error": {"code": REFUSED, "message": message, "data": said}}
+    body = json.dumps(said).encode()
+    closing = [(b"connection", b"close")] if close else []
     await send(
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"application/json"), (b"connection", b"close"), *(headers or [])],
+            "headers": [(b"content-type", b"application/json"), *closing, *(headers or [])],
         }
     )
-    await send({"type": "http.response.body", "body": content})
+    await send({"type": "http.response.body", "body": body})
 
 
 class BearerTokenGate:
@@ -77,7 +94,7 @@ class BearerTokenGate:
         if len(given) == 1 and hmac.compare_digest(given[0], self._expected):
             await self.app(scope, receive, send)
             return
-        await refuse(send, 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")])
+        await refuse(send, 401, "missing or wrong bearer token", [(b"www-authenticate", b"Bearer")], scope=scope)
 
 
 class OriginGate:
@@ -142,19 +159,56 @@ class ClientHeaderGate:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             if any(header_values(scope, name) for name in IDENTITY_HEADERS):
-                await refuse(send, 400, ONE_USER)
+                await refuse(send, 400, ONE_USER, scope=scope)
                 return
             for value in header_values(scope, b"x-threadloom-root"):
                 try:  # decoded as the app behind decodes it (Starlette: latin-1)
                     self._roots.resolve({"THREADLOOM_ROOT": value.decode("latin-1")}, [], self._cwd)
                 except ThreadloomError as exc:
-                    await refuse(send, 400, exc.message)
+                    await refuse(send, 400, exc.message, scope=scope)
                     return
             if self._check is not None:
                 env = {var: v.decode("latin-1") for name, var in SESSION_HEADERS for v in header_values(scope, name)}
                 try:
                     self._check(env)
                 except ThreadloomError as exc:
-                    await refuse(send, 400, exc.message)
+                    await refuse(send, 400, exc.message, scope=scope)
                     return
         await self.app(scope, receive, send)
+
+
+class BodyLimitGate:
+    """Refuses a request whose declared body is over MAX_BODY_BYTES, with a clear error, before it is read."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self._limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            for value in header_values(scope, b"content-length"):
+                size = int(value) if value.strip().isdigit() else 0
+                if size > self._limit:
+                    message = (
+                        f"the request is {size:,} bytes; this server takes at most {self._limit:,} "
+                        "(4 MiB): send less (a long text is stored in parts)"
+                    )
+                    # A client that writes its whole body before reading (urllib, curl) sees the answer only
+                    # if the body was read: up to DRAIN_BYTES of it is, and thrown away.
+                    drained = await _drain(receive, DRAIN_BYTES)
+                    await refuse(send, 413, message, scope=scope, close=not drained)
+                    return
+        await self.app(scope, receive, send)
+
+
+async def _drain(receive: Receive, limit: int) -> bool:
+    """Read and drop the request's body; False when it is longer than `limit` or the client went away."""
+    seen = 0
+    while seen <= limit:
+        message = await receive()
+        if message["type"] != "http.request":
+            return False
+        seen += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return True
+    return False

@@ -54,6 +54,18 @@ def _prompt_errors(name: str) -> Iterator[None]:
         raise MCPError(INTERNAL_ERROR, f"prompt {name}: {what}", {"error": what, "retryable": False}) from exc
 
 
+NO_THREADS = (
+    "a team server keeps no threads: thread files stay in your repository, and `threadloom serve --remote URL` "
+    "on your machine serves its thread resources and prompts beside the team server's memory"
+)
+
+
+def _threads_here(ctx: Context, name: str) -> None:
+    """A team server's session has a project name, not a folder: say so, not "the folder does not exist"."""
+    if not connection_of(ctx.request_context).keeps_threads:
+        raise MCPError(INVALID_PARAMS, f"{name}: {NO_THREADS}", {"error": NO_THREADS, "retryable": False})
+
+
 def add_thread_views(server: ThreadloomServer) -> None:
     @server.resource(
         "threadloom://context{?max_tokens}",
@@ -63,6 +75,7 @@ def add_thread_views(server: ThreadloomServer) -> None:
         mime_type="text/markdown",
     )
     async def context_resource(ctx: Context, max_tokens: str = "") -> str:
+        _threads_here(ctx, "threadloom://context")
         runtime, prov = await caller(ctx)
         budget = min(max(int(max_tokens), 100), 100_000) if max_tokens.isdigit() and len(max_tokens) < 7 else None
         with _reported():
@@ -76,6 +89,7 @@ def add_thread_views(server: ThreadloomServer) -> None:
         mime_type="text/plain",
     )
     async def tree_resource(ctx: Context, project: str = "") -> str:
+        _threads_here(ctx, "threadloom://tree")
         runtime, prov = await caller(ctx)
         with _reported():
             view = await runtime.call(runtime.threads.tree, prov, project or None)
@@ -90,6 +104,7 @@ def add_thread_views(server: ThreadloomServer) -> None:
         mime_type="text/markdown",
     )
     async def thread_resource(ctx: Context, thread_id: str) -> str:
+        _threads_here(ctx, "threadloom://thread")
         runtime, prov = await caller(ctx)
         with _reported():
             thread = await runtime.call(runtime.threads.thread, prov, thread_id)
@@ -98,6 +113,7 @@ def add_thread_views(server: ThreadloomServer) -> None:
     @server.prompt(name="context", title="Load the thread context")
     async def context_prompt(ctx: Context) -> str:
         """Loads the active thread's context into the conversation."""
+        _threads_here(ctx, "prompt context")
         with _prompt_errors("context"):
             runtime, prov = await caller(ctx)
             assembled = await runtime.call(runtime.threads.context, prov, None)
@@ -106,6 +122,7 @@ def add_thread_views(server: ThreadloomServer) -> None:
     @server.prompt(name="tree", title="Show the thread tree")
     async def tree_prompt(ctx: Context) -> str:
         """Shows the project's thread tree."""
+        _threads_here(ctx, "prompt tree")
         with _prompt_errors("tree"):
             runtime, prov = await caller(ctx)
             found = await runtime.call(runtime.threads.tree, prov)

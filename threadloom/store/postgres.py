@@ -46,18 +46,24 @@ WRITER_LOCK_KEY = 0x7468_6C6F  # "thlo": the advisory lock every write transacti
 _RETRYABLE = (pg_errors.LockNotAvailable, pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 
 
+_QUERY_PASSWORD = re.compile(r"(?i)((?:^|[?&])password=)[^&]*")
+_NETLOC_PASSWORD = re.compile(r"^([a-z][a-z0-9+.-]*://[^:/?#@]*):[^@/?#]*@", re.IGNORECASE)
+
+
 def redact(url: str) -> str:
-    """The URL without its password, for messages and `location` (a URL that does not parse, whole)."""
+    """The URL without its password (in the user part or as a `password=` parameter), for messages and
+    `location`; a URL too malformed to parse still loses it."""
+    head, mark, query = url.partition("?")
+    query = _QUERY_PASSWORD.sub(r"\1***", query)
     try:
-        parts = urlsplit(url)
+        parts = urlsplit(head)
         password = parts.password
-    except ValueError:  # e.g. an unclosed [ of an IPv6 host
-        scheme = url.split("://", 1)[0] if "://" in url else "postgresql"
-        return f"{scheme}://<a URL that does not parse>"
-    if password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    except ValueError:  # an unclosed [IPv6 bracket, say
+        return _NETLOC_PASSWORD.sub(r"\1:***@", head) + mark + query
+    if password is not None:
+        host = parts.netloc.rsplit("@", 1)[-1]
+        head = urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    return head + mark + query
 
 
 class _NumericLoader(Loader):
@@ -198,8 +204,10 @@ class PostgresStore:
         try:
             psycopg.connect(self.url, connect_timeout=10).close()
         except psycopg.Error as exc:
-            reason = str(exc).strip().splitlines()[-1] if str(exc).strip() else type(exc).__name__
-            reason = reason.replace(self.url, self.location)  # libpq quotes a URL it cannot parse, password and all
+            # Every line: the failure ("Connection refused") and libpq's hint after it; the driver may quote
+            # the URL it could not parse, password and all.
+            reason = " ".join(line.strip() for line in str(exc).splitlines() if line.strip()) or type(exc).__name__
+            reason = reason.replace(self.url, self.location)
             raise StoreError(f"cannot open the PostgreSQL store at {self.location}: {reason}") from None
 
     def pool(self) -> ConnectionPool[psycopg.Connection[Any]]:

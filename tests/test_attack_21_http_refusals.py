@@ -1,0 +1,80 @@
+"""A team server's refusals as a real MCP client sees them (issue 21's bad input, tried from outside).
+
+The SDK's client shows a failed HTTP request's body only when it is a JSON-RPC error: a token revoked or a
+member removed mid-session, or a 10 MB request, came out as "Server returned an error response" (-32603),
+and the 10 MB one was the SDK's plain-text 413. Now each says why, and keeps `retryable`.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.team_server import Team, admin, call, make_team, team_client, team_server
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
+
+TEN_MB = "x" * (10 * 1024 * 1024)
+
+
+@pytest.fixture
+def team(home: Path, tmp_path: Path) -> Iterator[Team]:
+    tokens = make_team(home)
+    with team_server(home, tmp_path) as served:
+        served.tokens = tokens
+        yield served
+
+
+def refusal(exc: pytest.ExceptionInfo[MCPError]) -> tuple[str, object]:
+    data = exc.value.error.data
+    assert isinstance(data, dict) and data["error"] == exc.value.error.message, exc.value.error
+    return exc.value.error.message, data["retryable"]
+
+
+async def test_a_revoked_token_and_a_removed_member_are_told_why_mid_session(team: Team) -> None:
+    bob = admin(team.home, "token", "create", "bob", "--label", "mid-session")
+    team.tokens["bob"] = bob
+    async with team_client(team, "bob", "shop") as c:
+        await call(c, "memory_recall", {"query": "retries"})
+        admin(team.home, "token", "revoke", bob.split("_")[1])
+        with pytest.raises(MCPError) as revoked:
+            await c.call_tool("memory_recall", {"query": "retries"})
+    message, retryable = refusal(revoked)
+    assert "was revoked at" in message and retryable is False
+
+    team.tokens["bob"] = admin(team.home, "token", "create", "bob")
+    async with team_client(team, "bob", "shop") as c:
+        await call(c, "memory_recall", {"query": "retries"})
+        admin(team.home, "org", "member", "remove", "acme", "bob")
+        with pytest.raises(MCPError) as removed:
+            await c.call_tool("memory_recall", {"query": "retries"})
+    message, retryable = refusal(removed)
+    assert "not a project of any organisation 'bob' belongs to" in message and retryable is False
+
+
+async def test_a_ten_megabyte_request_is_refused_in_words_and_nothing_is_stored(team: Team) -> None:
+    async with team_client(team, "alice", "shop") as c:
+        with pytest.raises(MCPError) as big:
+            await c.call_tool("memory_store", {"content": "needle " + TEN_MB})
+        message, retryable = refusal(big)
+        assert "this server takes at most 4,194,304" in message and retryable is False
+        found = await call(c, "memory_recall", {"query": "needle"})
+        assert found["memories"] == []
+        assert (await call(c, "memory_store", {"content": "the session still works"}))["created"] is True
+
+    # A client that is not in an MCP session gets the same words as {error, retryable}.
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": TEN_MB}).encode()
+    req = urllib.request.Request(
+        team.url, data=body, method="POST", headers={"Content-Type": "application/json", **team.headers("bob", "shop")}
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(req, timeout=60)
+    assert refused.value.code == 413
+    said = json.loads(refused.value.read())
+    assert said["retryable"] is False and "this server takes at most 4,194,304" in said["error"]
