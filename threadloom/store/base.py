@@ -11,9 +11,22 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+from threadloom.errors import StoreError
+
 T = TypeVar("T")
 Row = dict[str, Any]
 Params = Mapping[str, Any] | None
+
+SCHEMA_ROWS = "SELECT count(*) FROM schema_migrations"
+
+
+def upgraded_meanwhile(location: str) -> StoreError:
+    """A write found more migrations recorded than this process applied: a newer threadloom upgraded the store
+    while it ran. Its code may not know the new columns and rules, so it writes nothing more."""
+    return StoreError(
+        f"the store at {location} was upgraded by a newer threadloom while this process ran; nothing was "
+        "written: restart this server or command with the newer threadloom"
+    )
 
 
 class Reader(Protocol):

@@ -31,7 +31,7 @@ from psycopg_pool import ConnectionPool
 
 from threadloom.clock import now_ms
 from threadloom.errors import StoreBusy, StoreError
-from threadloom.store.base import Params, Row
+from threadloom.store.base import SCHEMA_ROWS, Params, Row, upgraded_meanwhile
 from threadloom.store.migrations import Migration
 from threadloom.store.postgres_notify import PgListener, notify
 from threadloom.store.postgres_schema import BOOTSTRAP_SQL, PG_MIGRATIONS
@@ -192,6 +192,7 @@ class PostgresStore:
         self._pool_size = pool_size
         self._pool: ConnectionPool[psycopg.Connection[Any]] | None = None
         self._pool_lock = threading.Lock()
+        self._schema_rows: int | None = None  # migrations recorded when this process last applied them
 
     @property
     def location(self) -> str:
@@ -247,14 +248,9 @@ class PostgresStore:
         """Refuse a database from a newer threadloom before anything, then apply each pending migration
         in its own transaction, recorded in it."""
         known = {m.name for m in migrations}
-        recorded = {str(r["name"]) for r in self.read(lambda r: r.rows("SELECT name FROM schema_migrations"))}
-        unknown = sorted(recorded - known)
-        if unknown:
-            raise StoreError(
-                f"the store at {self.location} was written by a newer threadloom (unknown migrations: "
-                f"{', '.join(unknown)}); upgrade threadloom"
-            )
+        recorded = self._recorded(known)
         applied_now: list[str] = []
+        self._schema_rows = None
         for migration in migrations:
             if migration.name in recorded:
                 continue
@@ -273,12 +269,28 @@ class PostgresStore:
             if done:
                 log.info("applied migration %s", migration.name)
                 applied_now.append(migration.name)
+        self._schema_rows = len(self._recorded(known))
         return applied_now
+
+    def _recorded(self, known: set[str]) -> set[str]:
+        """The migrations the database records, refused when one is unknown here (a newer threadloom's)."""
+        recorded = {str(r["name"]) for r in self.read(lambda r: r.rows("SELECT name FROM schema_migrations"))}
+        unknown = sorted(recorded - known)
+        if unknown:
+            raise StoreError(
+                f"the store at {self.location} was written by a newer threadloom (unknown migrations: "
+                f"{', '.join(unknown)}); upgrade threadloom"
+            )
+        return recorded
 
     def _transaction_raw(self, fn: Callable[[psycopg.Connection[Any]], T]) -> T:
         with self.pool().connection() as conn, conn.transaction():
             conn.execute(f"SET LOCAL lock_timeout = {max(1, self._busy_timeout_ms)}")
             conn.execute("SELECT pg_advisory_xact_lock(%s)", (WRITER_LOCK_KEY,))
+            # Migrations hold the same lock, so this count is the schema every statement below writes to.
+            expected = self._schema_rows
+            if expected is not None and (conn.execute(SCHEMA_ROWS).fetchone() or (None,))[0] != expected:
+                raise upgraded_meanwhile(self.location)
             return fn(conn)
 
     def _retry_busy(self, fn: Callable[[], T]) -> T:

@@ -24,7 +24,7 @@ import apsw
 
 from threadloom.clock import now_ms
 from threadloom.errors import StoreBusy, StoreError, StoreFull
-from threadloom.store.base import Params, Row
+from threadloom.store.base import SCHEMA_ROWS, Params, Row, upgraded_meanwhile
 from threadloom.store.migrations import BOOTSTRAP_SQL, MIGRATIONS, Migration
 
 T = TypeVar("T")
@@ -126,6 +126,7 @@ class SqliteStore:
         self._all_conns: list[apsw.Connection] = []
         self._conns_lock = threading.Lock()
         self._writer: apsw.Connection | None = None
+        self._schema_rows: int | None = None  # migrations recorded when this process last applied them
 
     @property
     def location(self) -> str:
@@ -192,6 +193,7 @@ class SqliteStore:
         """Apply each migration not yet recorded, one transaction each; return the names applied."""
         known = {m.name for m in migrations}
         applied_now: list[str] = []
+        self._schema_rows = None
         for migration in migrations:
 
             def apply(w: _Cursor, m: Migration = migration) -> bool:
@@ -214,6 +216,7 @@ class SqliteStore:
                 f"the store at {self.path} was written by a newer threadloom (unknown migrations: "
                 f"{', '.join(unknown)}); upgrade threadloom"
             )
+        self._schema_rows = len(recorded)
         return applied_now
 
     def _retry_busy(self, fn: Callable[[], T]) -> T:
@@ -241,12 +244,25 @@ class SqliteStore:
         with self._write_lock:
             conn = self._writer_conn()
             try:
-                return self._retry_busy(lambda: self._transaction(conn, fn))
+                return self._retry_busy(lambda: self._transaction(conn, self._checked(fn)))
             except apsw.FullError:
                 raise StoreFull(
                     f"the disk holding the store ({self.path.parent}) is full: nothing was written; "
                     "free some space and retry (reads still work)"
                 ) from None
+
+    def _checked(self, fn: Callable[[_Cursor], T]) -> Callable[[_Cursor], T]:
+        """`fn`, after a look that no newer threadloom has migrated the store since this process did."""
+        expected = self._schema_rows
+        if expected is None:  # migrating
+            return fn
+
+        def run(w: _Cursor) -> T:
+            if w.scalar(SCHEMA_ROWS) != expected:
+                raise upgraded_meanwhile(str(self.path))
+            return fn(w)
+
+        return run
 
     @staticmethod
     def _transaction(conn: apsw.Connection, fn: Callable[[_Cursor], T]) -> T:
