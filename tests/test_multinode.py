@@ -60,6 +60,10 @@ def test_a_notification_arrives_at_commit_and_never_for_a_rolled_back_write(post
         for _ in range(5):  # a burst of commits wakes the waiters once, not five times
             store.write(lambda w: w.notify(CHANNEL, "n"))
         assert listener.wait(5.0)
+        # Under load the server can hand the burst over in two reads, so one more wake is allowed; five would
+        # mean one per notification.
+        wakes = 1 + sum(1 for _ in range(4) if listener.wait(0.3))
+        assert wakes <= 2, wakes
         assert not listener.wait(0.3)
     finally:
         listener.close()
