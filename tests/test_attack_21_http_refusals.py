@@ -7,8 +7,10 @@ and the 10 MB one was the SDK's plain-text 413. Now each says why, and keeps `re
 
 from __future__ import annotations
 
+import http.client
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -78,3 +80,30 @@ async def test_a_ten_megabyte_request_is_refused_in_words_and_nothing_is_stored(
     assert refused.value.code == 413
     said = json.loads(refused.value.read())
     assert said["retryable"] is False and "this server takes at most 4,194,304" in said["error"]
+
+
+async def test_a_chunked_body_past_the_limit_is_refused_in_words_and_one_within_it_is_served(team: Team) -> None:
+    def chunks(total: int) -> Iterator[bytes]:
+        yield json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping", "pad": ""})[:-2].encode()
+        for _ in range(total // 65536):
+            yield b"x" * 65536
+        yield b'"}'
+
+    def post(total: int) -> tuple[int, str]:
+        url = urllib.parse.urlsplit(team.url)
+        conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=60)
+        try:  # no Content-Length: the body goes in chunks, past the length check, into the gate's count
+            conn.request("POST", url.path, body=chunks(total), encode_chunked=True, headers={
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "Transfer-Encoding": "chunked", **team.headers("bob", "shop")})  # fmt: skip
+            answer = conn.getresponse()
+            return answer.status, answer.read().decode()
+        finally:
+            conn.close()
+
+    status, text = post(6 * 1024 * 1024)
+    assert status == 413, text
+    said = json.loads(text)
+    assert said["retryable"] is False and "this server takes at most 4,194,304" in said["error"]
+    status, text = post(64 * 1024)
+    assert status != 413 and "takes at most" not in text and "jsonrpc" in text, text

@@ -13,7 +13,7 @@ import ipaddress
 import json
 from collections.abc import Callable
 
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from threadloom.errors import ThreadloomError
 from threadloom.server.http_roots import RootPolicy
@@ -178,27 +178,74 @@ class ClientHeaderGate:
 
 
 class BodyLimitGate:
-    """Refuses a request whose declared body is over MAX_BODY_BYTES, with a clear error, before it is read."""
+    """Refuses a request whose body is over MAX_BODY_BYTES, with a clear error: a declared length before the
+    body is read; a chunked body (no length) once it passes the limit, read here first and handed on whole."""
 
     def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
         self.app = app
         self._limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            for value in header_values(scope, b"content-length"):
-                size = int(value) if value.strip().isdigit() else 0
-                if size > self._limit:
-                    message = (
-                        f"the request is {size:,} bytes; this server takes at most {self._limit:,} "
-                        "(4 MiB): send less (a long text is stored in parts)"
-                    )
-                    # A client that writes its whole body before reading (urllib, curl) sees the answer only
-                    # if the body was read: up to DRAIN_BYTES of it is, and thrown away.
-                    drained = await _drain(receive, DRAIN_BYTES)
-                    await refuse(send, 413, message, scope=scope, close=not drained)
-                    return
-        await self.app(scope, receive, send)
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        lengths = header_values(scope, b"content-length")
+        for value in lengths:
+            size = int(value) if value.strip().isdigit() else 0
+            if size > self._limit:
+                await self._refuse(scope, receive, send, f"the request is {size:,} bytes")
+                return
+        if lengths or scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
+            await self.app(scope, receive, send)
+            return
+        body = await _gather(receive, self._limit)
+        if body is None:
+            return  # the client went away
+        if isinstance(body, int):
+            await self._refuse(scope, receive, send, f"the request's body passed {body:,} bytes")
+            return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str) -> None:
+        message = (
+            f"{what}; this server takes at most {self._limit:,} (4 MiB): send less (a long text is stored in parts)"
+        )
+        # A client that writes its whole body before reading (urllib, curl) sees the answer only if the body
+        # was read: up to DRAIN_BYTES of it is, and thrown away.
+        drained = await _drain(receive, DRAIN_BYTES)
+        await refuse(send, 413, message, scope=scope, close=not drained)
+
+
+async def _gather(receive: Receive, limit: int) -> bytes | int | None:
+    """A chunked body: its bytes when within `limit`, the count read when it passed it, None when the client
+    went away."""
+    parts: list[bytes] = []
+    seen = 0
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            return None
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > limit:
+            return seen
+        parts.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(parts)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """The body read already, as one message; then the client's own (its disconnect)."""
+    given = False
+
+    async def replay() -> Message:
+        nonlocal given
+        if given:
+            return await receive()
+        given = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 async def _drain(receive: Receive, limit: int) -> bool:
