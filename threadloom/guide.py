@@ -6,7 +6,7 @@ from collections.abc import Collection
 from typing import Final
 
 INSTRUCTIONS = """\
-threadloom is the shared, persistent memory of the coding agents on this machine.
+threadloom is the shared, persistent memory of your coding agents, across sessions.
 - At the start, read the brief (`brief`): core memory, your thread, inbox, live peers and a "now" \
 table. `memory_recall` what you are about to work on.
 - Learned something a later session needs (a decision and why, a fix, a gotcha)? `memory_store` \
