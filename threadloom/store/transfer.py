@@ -259,6 +259,9 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     offsets = _offsets(source, target, sid, fresh=not report.again) if occupied or report.again else {}
     shifted = any(offsets.values())
     others = _check_extents(source, target, sid)
+    moving = {t.name for t in source.read(tables)}
+    identities = [t for t in source.read(transfer_ids.identity_tables) if t in moving]
+    target.write(partial(_reserve, tops=source.read(partial(_largest_ids, tables=identities)), offsets=offsets))
     beside = shifted or others  # another store's rows are here: never overwrite one
     progress_of = f"{PROGRESS}{sid}:"
     target.write(
@@ -318,6 +321,17 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     extents = source.read(partial(_largest_ids, tables=source.read(transfer_ids.identity_tables)))
     target.write(finish)
     return report
+
+
+def _reserve(w: Writer, tops: dict[str, int], offsets: dict[str, int]) -> None:
+    """Move each identity's sequence past the ids this source's rows will take (its largest, shifted), before
+    any lands: a server writing to the database meanwhile takes ids after them, never one of them."""
+    for table, top in tops.items():
+        w.scalar(
+            "SELECT setval(s, GREATEST(:top, COALESCE(pg_sequence_last_value(s::regclass), 0), 1)) "
+            "FROM (SELECT pg_get_serial_sequence(:t, 'id') AS s) q WHERE s IS NOT NULL",
+            {"t": table, "top": top + offsets.get(table, 0)},
+        )
 
 
 def _largest_ids(r: Reader, tables: list[str]) -> dict[str, int]:
