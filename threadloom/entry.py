@@ -14,7 +14,15 @@ import sys
 
 
 def main() -> None:
-    args = sys.argv[1:]
+    try:
+        _main(sys.argv[1:])
+    except KeyboardInterrupt:
+        # Ctrl-C: a write in flight is a transaction that did not commit; what committed stays. No traceback.
+        print("threadloom: interrupted", file=sys.stderr)
+        sys.exit(130)
+
+
+def _main(args: list[str]) -> None:
     if args == ["serve"]:
         from threadloom.daemon.bridge import main as bridge_main
 
