@@ -59,6 +59,8 @@ def test_every_refusal_is_a_clear_401_or_403(team: Team) -> None:
     for extra in ({"X-Threadloom-User": "alice"}, {"X-Threadloom-Org": "globex"}, {"X-Threadloom-Root": "/"}):
         status, _, body = team.post(team.headers("bob", "shop") | extra)
         assert status == 400, (extra, body)
+        if "X-Threadloom-Root" not in extra:  # not the single-user server's "one HTTP server serves one user"
+            assert error_of(body).startswith("the account is the one your access token names"), body
     assert team.post(team.headers("bob", "../shop"))[0] == 400
     assert team.post(team.headers("bob", "shop"), path="/.well-known/oauth-protected-resource")[0] == 404
 

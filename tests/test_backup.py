@@ -3,6 +3,7 @@ PostgreSQL store is dumped by pg_dump and restored by pg_restore into a new data
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -141,3 +142,28 @@ def test_a_pg_dump_older_than_the_server_is_refused_with_why(home: Path, tmp_pat
     refused = cli(home, "backup", "create", str(dump), "--pg-bin", str(old.parent), THREADLOOM_STORE_URL=postgres_url)
     assert refused.returncode == 2 and "version mismatch" in refused.stderr
     assert "server's major version or newer" in refused.stderr and not dump.exists()
+
+
+@pytest.mark.slow
+def test_a_dump_restores_as_the_owner_of_the_new_database_not_only_as_a_superuser(
+    home: Path, tmp_path: Path, postgres_url: str, postgres_cluster: str
+) -> None:
+    """A managed server's role owns its database but is no superuser: an administrator makes the database and
+    its vector extension, and the restore must not need to own the extension (its comment is not restored)."""
+    assert cli(home, "memory", "store", "owner restore fact", THREADLOOM_STORE_URL=postgres_url).returncode == 0
+    dump = tmp_path / "team.dump"
+    assert cli(home, "backup", "create", str(dump), *_bin_args(), THREADLOOM_STORE_URL=postgres_url).returncode == 0
+    role, name = f"tl_owner_{os.getpid()}", f"tl_owned_{os.getpid()}"
+    admin = postgres_server.with_database(postgres_cluster, name)
+    postgres_server._admin(
+        postgres_cluster, f"CREATE ROLE {role} LOGIN PASSWORD 'pw'", f"CREATE DATABASE {name} OWNER {role}"
+    )
+    try:
+        postgres_server._admin(admin, "CREATE EXTENSION vector")
+        scheme, _, rest = admin.partition("://")
+        owner = f"{scheme}://{role}:pw@{rest.split('@', 1)[-1]}"
+        restored = cli(home, "backup", "restore", str(dump), *_bin_args(), THREADLOOM_STORE_URL=owner)
+        assert restored.returncode == 0, restored.stderr
+        assert _memories(owner) == ["owner restore fact"]
+    finally:
+        postgres_server._admin(postgres_cluster, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"DROP ROLE {role}")

@@ -56,3 +56,33 @@ def test_rows_a_server_writes_while_a_store_moves_in_and_the_stores_rows_all_lan
         assert [dict(row) for row in landed] == carols  # every one, in order (their details' ids move with them)
     finally:
         server.close()
+
+
+def test_a_store_that_grew_is_refused_once_a_server_wrote_since_it_moved_in(tmp_path: Path, postgres_url: str) -> None:
+    (tmp_path / "a").mkdir()
+    alice_home = make_home(tmp_path / "a")
+    a_db = alice_home / "threadloom.db"
+    laptop = Provenance(session_id="s-alice", vendor="claude", project="p", user="alice")
+
+    def laptop_writes() -> None:
+        store = open_store(a_db)
+        try:
+            store.write(lambda w: record_event(w, laptop, "laptop.write", {}, bookkeeping=True))
+        finally:
+            store.close()
+
+    assert cli(alice_home, "migrate", "--to", postgres_url).returncode == 0
+    laptop_writes()  # grown, nobody else wrote: its new rows take the next ids
+    assert cli(alice_home, "migrate", "--to", postgres_url).returncode == 0
+    server = open_postgres(postgres_url)
+    try:
+        ours = server.write(lambda w: record_event(w, SERVER, "live.write", {"n": 1}))
+        laptop_writes()  # its new event's id is the one the server's row took
+        refused = cli(alice_home, "migrate", "--to", postgres_url)
+        assert refused.returncode == 2 and "has grown since it moved in" in refused.stderr, refused.stderr
+        assert "events" in refused.stderr
+        kept = server.read(lambda r: r.rows("SELECT kind, detail FROM events WHERE id = :i", {"i": ours}))
+        assert [dict(row) for row in kept] == [{"kind": "live.write", "detail": '{"n":1}'}]
+        assert server.read(lambda r: r.scalar("SELECT count(*) FROM events WHERE kind = 'laptop.write'")) == 1
+    finally:
+        server.close()

@@ -91,7 +91,8 @@ def http_app(
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=host,
     )
-    app = BodyLimitGate(ClientHeaderGate(app, roots, os.getcwd(), partial(check_session_settings, server)))
+    check = partial(check_session_settings, server)
+    app = BodyLimitGate(ClientHeaderGate(app, roots, os.getcwd(), check, accounts=auth is not None))
     app = OriginGate(app, host, settings.allowed_origins())
     if auth is not None:  # accounts: each request's own token says who (http_auth.py)
         return AccountGate(app, auth.accounts, auth.oauth)

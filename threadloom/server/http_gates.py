@@ -24,6 +24,10 @@ ONE_USER = (
     "one HTTP server serves one user: its own THREADLOOM_USER, THREADLOOM_AUTHOR and THREADLOOM_ORG; "
     "the headers X-Threadloom-User, X-Threadloom-Author and X-Threadloom-Org are refused"
 )
+BY_TOKEN = (  # a team server (--accounts): the request's own token names its account
+    "the account is the one your access token names; "
+    "the headers X-Threadloom-User, X-Threadloom-Author and X-Threadloom-Org are refused"
+)
 
 
 def is_loopback(host: str) -> bool:
@@ -149,17 +153,24 @@ class ClientHeaderGate:
     headers `check` refuses (an unknown toolset, a malformed session id): 400 before the session starts."""
 
     def __init__(
-        self, app: ASGIApp, roots: RootPolicy, cwd: str, check: Callable[[dict[str, str]], object] | None = None
+        self,
+        app: ASGIApp,
+        roots: RootPolicy,
+        cwd: str,
+        check: Callable[[dict[str, str]], object] | None = None,
+        *,
+        accounts: bool = False,
     ) -> None:
         self.app = app
         self._roots = roots
         self._cwd = cwd
         self._check = check
+        self._identity = BY_TOKEN if accounts else ONE_USER
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
             if any(header_values(scope, name) for name in IDENTITY_HEADERS):
-                await refuse(send, 400, ONE_USER, scope=scope)
+                await refuse(send, 400, self._identity, scope=scope)
                 return
             for value in header_values(scope, b"x-threadloom-root"):
                 try:  # decoded as the app behind decodes it (Starlette: latin-1)

@@ -124,7 +124,10 @@ def restore(url: str, src: Path, folder: Path | None = None) -> dict[str, Any]:
             "new database (createdb <name>; then THREADLOOM_STORE_URL=postgresql://.../<name>), never over a store "
             "servers may be using"
         )
-    args = [str(pg_restore), "--exit-on-error", "--single-transaction", "--no-owner", "--dbname", target, str(src)]
+    # --no-comments: the one comment is pgvector's own, and only the extension's owner (a superuser) may set it;
+    # the database's owner restores without it.
+    args = [str(pg_restore), "--exit-on-error", "--single-transaction", "--no-owner", "--no-comments"]
+    args += ["--dbname", target, str(src)]
     _run(args, env, "pg_restore")
     store = open_postgres(url)
     try:

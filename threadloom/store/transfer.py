@@ -258,10 +258,11 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     _check_born(source, target, sid, source_path)
     offsets = _offsets(source, target, sid, fresh=not report.again) if occupied or report.again else {}
     shifted = any(offsets.values())
-    others = _check_extents(source, target, sid)
+    others, before = _check_extents(source, target, sid)
     moving = {t.name for t in source.read(tables)}
     identities = [t for t in source.read(transfer_ids.identity_tables) if t in moving]
-    target.write(partial(_reserve, tops=source.read(partial(_largest_ids, tables=identities)), offsets=offsets))
+    tops = source.read(partial(_largest_ids, tables=identities))
+    target.write(partial(_reserve, sid=sid, tops=tops, offsets=offsets, before=before, others=others))
     beside = shifted or others  # another store's rows are here: never overwrite one
     progress_of = f"{PROGRESS}{sid}:"
     target.write(
@@ -323,10 +324,26 @@ def copy_store(source: Store, source_path: Path, target: Store, progress: Progre
     return report
 
 
-def _reserve(w: Writer, tops: dict[str, int], offsets: dict[str, int]) -> None:
+def _reserve(
+    w: Writer, sid: str, tops: dict[str, int], offsets: dict[str, int], before: dict[str, int], others: bool
+) -> None:
     """Move each identity's sequence past the ids this source's rows will take (its largest, shifted), before
-    any lands: a server writing to the database meanwhile takes ids after them, never one of them."""
+    any lands: a server writing to the database meanwhile takes ids after them, never one of them. A source
+    that grew since it moved in is refused when anything else took ids past its own since (a server's rows):
+    its new rows' ids were never reserved. The extents are recorded here too, so a resumed run is not refused
+    for the rows this one lands."""
+    taken = sorted(t for t, top in tops.items() if t in before and top > before[t] and w.scalar(
+        f"SELECT COALESCE(max(id), 0) FROM {_quoted(t)}") > before[t] + offsets.get(t, 0))  # fmt: skip
+    if taken:
+        raise StoreError(
+            f"this store has grown since it moved in, and the database has rows written since in {', '.join(taken)}:"
+            " its new rows would take ids that are not its own. Move what is new with threadloom export and"
+            " threadloom import instead"
+        )
+    upsert = "DO NOTHING" if others else "DO UPDATE SET position = excluded.position"
     for table, top in tops.items():
+        w.execute(f"INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) {upsert}",
+                  {"n": f"{EXTENT}{sid}:{table}", "p": top})  # fmt: skip
         w.scalar(
             "SELECT setval(s, GREATEST(:top, COALESCE(pg_sequence_last_value(s::regclass), 0), 1)) "
             "FROM (SELECT pg_get_serial_sequence(:t, 'id') AS s) q WHERE s IS NOT NULL",
@@ -338,7 +355,7 @@ def _largest_ids(r: Reader, tables: list[str]) -> dict[str, int]:
     return {t: int(r.scalar(f"SELECT COALESCE(max(id), 0) FROM {_quoted(t)}")) for t in tables}
 
 
-def _check_extents(source: Store, target: Store, sid: str) -> bool:
+def _check_extents(source: Store, target: Store, sid: str) -> tuple[bool, dict[str, int]]:
     """Whether another store was moved into the target too; if so, refuse this one when it has grown since it
     moved in: its new rows' ids were never reserved, and would meet the other store's."""
     prefix = f"{EXTENT}{sid}:"
@@ -358,7 +375,7 @@ def _check_extents(source: Store, target: Store, sid: str) -> bool:
                 "store moved in since: its new rows would take ids that are not its own. Move what is new with "
                 "threadloom export and threadloom import instead"
             )
-    return others > 0
+    return others > 0, extents
 
 
 def _check_born(source: Store, target: Store, sid: str, path: Path) -> None:
