@@ -167,3 +167,16 @@ def test_a_dump_restores_as_the_owner_of_the_new_database_not_only_as_a_superuse
         assert _memories(owner) == ["owner restore fact"]
     finally:
         postgres_server._admin(postgres_cluster, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"DROP ROLE {role}")
+
+
+def test_two_restores_in_one_second_keep_two_copies(tmp_path: Path) -> None:
+    from threadloom.cli.backup import _kept_name
+
+    db = tmp_path / "threadloom.db"
+    names = []
+    for _ in range(3):  # as fast as a script restores, then undoes, then restores again
+        kept = _kept_name(db)
+        assert not kept.exists()
+        kept.write_bytes(b"")
+        names.append(kept.name)
+    assert len(set(names)) == 3 and all(n.startswith("threadloom.db.pre-restore-") for n in names)

@@ -170,7 +170,7 @@ def _swap_in(backup: Path, db: Path) -> tuple[Path | None, int]:
     version = validate_backup(staged)
     kept = None
     if db.exists():
-        kept = db.with_name(f"{db.name}.pre-restore-{time.strftime('%Y%m%d-%H%M%S')}")
+        kept = _kept_name(db)
         old = SqliteStore(db)
         try:
             old.backup(kept)  # a consistent snapshot of the file and its log, as `backup create` makes
@@ -182,3 +182,13 @@ def _swap_in(backup: Path, db: Path) -> tuple[Path | None, int]:
     for suffix in ("-wal", "-shm"):
         staged.with_name(staged.name + suffix).unlink(missing_ok=True)
     return kept, version
+
+
+def _kept_name(db: Path) -> Path:
+    """Where the replaced store is kept: by the second, with -2, -3, ... for another restore in that second."""
+    stamp = f"{db.name}.pre-restore-{time.strftime('%Y%m%d-%H%M%S')}"
+    kept, n = db.with_name(stamp), 1
+    while kept.exists():
+        n += 1
+        kept = db.with_name(f"{stamp}-{n}")
+    return kept
