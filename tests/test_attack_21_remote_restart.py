@@ -4,7 +4,9 @@ The bridge held the team server's MCP session in its own task group: a request s
 ended that group with a connection error, and the bridge with it. The agent's call never got an answer, and
 every later call, the local thread tools included, got "Connection closed" until the agent CLI was restarted.
 Now the call is answered {error, retryable: true}, the next one after the restart opens a new session, and a
-refusal the team server marks not retryable (a 5 MB request) stays so through the bridge.
+refusal the team server marks not retryable (a 5 MB request) stays so through the bridge. A token revoked
+mid-session is told in the gate's words, not retryable, at every call: opening the new session was refused
+as a bare "Server returned an error response", retryable.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import pytest
 from mcp import Client
 
 from tests.http_server import git_repo, start_http
-from tests.team_server import call, make_team
+from tests.team_server import admin, call, make_team
 from tests.test_remote import remote
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -53,3 +55,20 @@ async def test_the_bridge_answers_while_the_team_server_is_down_and_serves_again
     assert sorted(m["content"] for m in found["memories"]) == ["stored after the restart", "stored before the crash"]
     assert big["retryable"] is False and "4 MiB" in str(big["error"]), big
     assert os.path.isdir(repo / ".threadloom")
+
+
+async def test_a_token_revoked_mid_session_is_refused_in_words_not_retryable_at_every_call(
+    home: Path, tmp_path: Path
+) -> None:
+    tokens = make_team(home)
+    laptop, repo = tmp_path / "laptop-home", git_repo(tmp_path / "shop")
+    env = {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob"}
+    with start_http(home, tmp_path, accounts=True) as (served, _):
+        async with Client(remote(laptop, repo, served.url, **env), mode="legacy") as c:
+            await call(c, "memory_store", {"content": "stored before the revoke"})
+            admin(home, "token", "revoke", tokens["bob"].split("_")[1])
+            # The first refusal ends the session; the next calls are refused opening a new one, in the same words.
+            answers = [await refused(c, "memory_recall", {"query": "stored"}) for _ in range(3)]
+            await call(c, "thread_project", {"action": "create", "title": "Shop"})  # the local side still serves
+    for answer in answers:
+        assert "was revoked at" in str(answer["error"]) and answer["retryable"] is False, answer

@@ -19,6 +19,7 @@ from typing import Any, Final, TypeVar
 
 import anyio
 import anyio.abc
+import anyio.to_thread
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -66,7 +67,11 @@ class RemoteSession:
     async def client(self) -> Client:
         async with self._lock:
             if self._client is None:
-                await self._tasks.start(self._hold)
+                try:
+                    await self._tasks.start(self._hold)
+                except Exception as exc:  # the SDK shows a refused initialize as a bare "error response"
+                    await anyio.to_thread.run_sync(preflight, self._url, self._headers, 10)  # raises its words
+                    raise exc
             assert self._client is not None
             return self._client
 
@@ -108,6 +113,8 @@ class Proxy:
         except Exception as exc:  # the far side's failure, in this bridge's words
             if not local:
                 self.remote.drop(client)
+            if isinstance(exc, ThreadloomError):  # the preflight's words when the session could not be opened
+                raise
             where = "the local threadloom" if local else f"the team server at {self.url}"
             raise ThreadloomError(f"{where} failed: {_words(exc)}") from exc
 
@@ -128,6 +135,7 @@ class Proxy:
         except ThreadloomError as exc:
             said = exc.__cause__.error.data if isinstance(exc.__cause__, MCPError) else None  # the gate's refusal
             retryable = said.get("retryable") is not False if isinstance(said, dict) else True
+            retryable = exc.retryable if exc.__cause__ is None else retryable  # the preflight's own
             body = {"error": exc.message, "retryable": retryable}
             return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body))],
                                         structured_content=body, is_error=True)  # fmt: skip
