@@ -13,17 +13,26 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
+from tests.helpers import stop_everything
 from tests.http_server import git_repo, start_http
 from tests.team_server import admin, call, make_team
 from tests.test_remote import remote
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def laptop(tmp_path: Path) -> Iterator[Path]:
+    """The laptop's home; the daemon its local bridge started is stopped after the test."""
+    yield tmp_path / "laptop-home"
+    stop_everything(tmp_path / "laptop-home")
 
 
 async def refused(c: Client, name: str, args: dict[str, object]) -> dict[str, object]:
@@ -34,10 +43,10 @@ async def refused(c: Client, name: str, args: dict[str, object]) -> dict[str, ob
 
 
 async def test_the_bridge_answers_while_the_team_server_is_down_and_serves_again_after_its_restart(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, laptop: Path
 ) -> None:
     tokens = make_team(home)
-    laptop, repo = tmp_path / "laptop-home", git_repo(tmp_path / "shop")
+    repo = git_repo(tmp_path / "shop")
     env = {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob"}
     with start_http(home, tmp_path, accounts=True) as (served, server):
         async with Client(remote(laptop, repo, served.url, **env), mode="legacy") as c:
@@ -58,10 +67,10 @@ async def test_the_bridge_answers_while_the_team_server_is_down_and_serves_again
 
 
 async def test_a_token_revoked_mid_session_is_refused_in_words_not_retryable_at_every_call(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, laptop: Path
 ) -> None:
     tokens = make_team(home)
-    laptop, repo = tmp_path / "laptop-home", git_repo(tmp_path / "shop")
+    repo = git_repo(tmp_path / "shop")
     env = {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob"}
     with start_http(home, tmp_path, accounts=True) as (served, _):
         async with Client(remote(laptop, repo, served.url, **env), mode="legacy") as c:
