@@ -25,7 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from threadloom.accounts.model import Access, Forbidden, Unauthenticated
 from threadloom.accounts.service import Accounts
 from threadloom.accounts.tokens import looks_like_ours
-from threadloom.errors import InvalidInput
+from threadloom.errors import InvalidInput, ThreadloomError
 from threadloom.identity import Identity
 from threadloom.server.connection import ConnectionState, HttpConnections
 from threadloom.server.http_gates import header_values, refuse
@@ -74,6 +74,10 @@ class AccountGate:
             return
         except InvalidInput as exc:
             await refuse(send, 400, exc.message, scope=scope)
+            return
+        except ThreadloomError as exc:  # the store could not be asked (unreachable, say): not the caller's fault
+            retry = [(b"retry-after", b"1")] if exc.retryable else []
+            await refuse(send, 503, exc.message, retry, scope=scope, retryable=exc.retryable)
             return
         scope[ACCESS_KEY] = access
         scope[RECHECK_KEY] = partial(self._access, scope)  # the same question again, for a call that waits

@@ -62,10 +62,11 @@ async def refuse(
     *,
     scope: Scope | None = None,
     close: bool = True,
+    retryable: bool = False,
 ) -> None:
     """{error, retryable}; to an MCP client in a session, as a JSON-RPC error carrying the same (data), since
     its SDK shows only "Server returned an error response" for any other body of a failed request."""
-    said = {"error": message, "retryable": False}
+    said = {"error": message, "retryable": retryable}
     if in_mcp_session(scope):
         said = {"jsonrpc": "2.0", "id": None, "error": {"code": REFUSED, "message": message, "data": said}}
     body = json.dumps(said).encode()

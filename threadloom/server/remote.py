@@ -10,6 +10,7 @@ travel by git. Lists are the union: the local side's thread entries, the team se
 from __future__ import annotations
 
 import json
+import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
@@ -17,6 +18,8 @@ from contextlib import AsyncExitStack
 from typing import Any, Final, TypeVar
 
 import anyio
+import anyio.abc
+import anyio.to_thread
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -24,12 +27,14 @@ from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 from mcp.shared._httpx_utils import create_mcp_http_client
+from mcp.shared.exceptions import MCPError
 
 from threadloom import __version__
 from threadloom.errors import ThreadloomError
 from threadloom.server.remote_auth import local_env, preflight, remote_headers
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 LOCAL_RESOURCES: Final = ("threadloom://context", "threadloom://tree", "threadloom://thread/")
 LOCAL_PROMPTS: Final = frozenset({"context", "tree", "create", "switch", "summary", "merge"})
 
@@ -42,19 +47,74 @@ def is_local_uri(uri: str) -> bool:
     return uri.startswith(LOCAL_RESOURCES)
 
 
+class RemoteSession:
+    """The team server's MCP session, opened again at the next call after it was lost.
+
+    A lost connection (the server restarted, or was down when a request was sent) ends the SDK client's task
+    group with an error; held in a task of its own, that ends this session alone, not the bridge (which would
+    leave the agent with no threadloom, the local thread tools included). A server that restarted no longer
+    knows the old session id, so any failed request drops the session too: the next call opens a new one.
+    """
+
+    def __init__(self, url: str, headers: dict[str, str], tasks: anyio.abc.TaskGroup) -> None:
+        self._url = url
+        self._headers = headers
+        self._tasks = tasks
+        self._lock = anyio.Lock()
+        self._client: Client | None = None
+        self._done = anyio.Event()
+
+    async def client(self) -> Client:
+        async with self._lock:
+            if self._client is None:
+                try:
+                    await self._tasks.start(self._hold)
+                except Exception as exc:  # the SDK shows a refused initialize as a bare "error response"
+                    await anyio.to_thread.run_sync(preflight, self._url, self._headers, 10)  # raises its words
+                    raise exc
+            assert self._client is not None
+            return self._client
+
+    def drop(self, client: Client) -> None:
+        if self._client is client:
+            self._client = None
+            self._done.set()
+
+    async def _hold(self, *, task_status: anyio.abc.TaskStatus[None]) -> None:
+        done = self._done = anyio.Event()
+        opened = False
+        try:
+            async with (
+                create_mcp_http_client(headers=self._headers) as http,
+                Client(streamable_http_client(self._url, http_client=http), mode="legacy") as client,
+            ):
+                self._client, opened = client, True
+                task_status.started()
+                await done.wait()
+        except Exception as exc:
+            if not opened:  # tasks.start raises it to the caller
+                raise
+            log.warning("the session with %s ended: %s", self._url, _words(exc))
+        finally:
+            self._client = None
+
+
 class Proxy:
-    def __init__(self, url: str, remote: Client, local: Client) -> None:
+    def __init__(self, url: str, remote: RemoteSession, local: Client) -> None:
         self.url = url
         self.remote = remote
         self.local = local
 
-    def _side(self, local: bool) -> Client:
-        return self.local if local else self.remote
-
     async def _ask(self, local: bool, call: Callable[[Client], Awaitable[T]]) -> T:
+        client = self.local
         try:
-            return await call(self._side(local))
+            client = self.local if local else await self.remote.client()
+            return await call(client)
         except Exception as exc:  # the far side's failure, in this bridge's words
+            if not local:
+                self.remote.drop(client)
+            if isinstance(exc, ThreadloomError):  # the preflight's words when the session could not be opened
+                raise
             where = "the local threadloom" if local else f"the team server at {self.url}"
             raise ThreadloomError(f"{where} failed: {_words(exc)}") from exc
 
@@ -73,7 +133,10 @@ class Proxy:
         try:
             return await self._ask(local, lambda c: c.call_tool(params.name, params.arguments or {}))
         except ThreadloomError as exc:
-            body = {"error": exc.message, "retryable": True}
+            said = exc.__cause__.error.data if isinstance(exc.__cause__, MCPError) else None  # the gate's refusal
+            retryable = said.get("retryable") is not False if isinstance(said, dict) else True
+            retryable = exc.retryable if exc.__cause__ is None else retryable  # the preflight's own
+            body = {"error": exc.message, "retryable": retryable}
             return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body))],
                                         structured_content=body, is_error=True)  # fmt: skip
 
@@ -125,14 +188,16 @@ async def _serve(url: str, headers: dict[str, str]) -> None:
         command=sys.executable, args=["-m", "threadloom", "serve"], env=local_env(os.environ), cwd=os.getcwd()
     )
     async with AsyncExitStack() as stack:
-        http = await stack.enter_async_context(create_mcp_http_client(headers=headers))
-        remote = await stack.enter_async_context(Client(streamable_http_client(url, http_client=http), mode="legacy"))
+        tasks = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tasks.cancel_scope.cancel)  # the remote session's task ends with the bridge
+        remote = RemoteSession(url, headers, tasks)
+        instructions = (await remote.client()).instructions
         local = await stack.enter_async_context(Client(local_params, mode="legacy"))
         proxy = Proxy(url, remote, local)
         server: Server[Any] = Server(
             "threadloom",
             version=__version__,
-            instructions=remote.instructions,
+            instructions=instructions,
             on_list_tools=proxy.list_tools,
             on_call_tool=proxy.call_tool,
             on_list_resources=proxy.list_resources,

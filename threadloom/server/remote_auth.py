@@ -90,9 +90,16 @@ def preflight(url: str, headers: Mapping[str, str], timeout: float = 30) -> None
             said = str((error.get("message") if isinstance(error, dict) else error) or exc.reason)
         except (ValueError, AttributeError):
             said = str(exc.reason)
-        raise ConfigError(f"the team server at {url} refused this bridge ({exc.code}): {said}") from None
+        refused = Unreachable if exc.code >= 500 else ConfigError  # a 503: the server's store is down, say
+        raise refused(f"the team server at {url} refused this bridge ({exc.code}): {said}") from None
     except (OSError, ValueError) as exc:
-        raise ConfigError(f"cannot reach the team server at {url}: {exc}") from None
+        raise Unreachable(f"cannot reach the team server at {url}: {exc}") from None
+
+
+class Unreachable(ConfigError):
+    """The team server is down or cannot answer now: the same request may well succeed later."""
+
+    retryable = True
 
 
 def local_env(environ: Mapping[str, str]) -> dict[str, str]:

@@ -27,7 +27,7 @@ from psycopg.abc import Buffer
 from psycopg.adapt import Dumper, Loader
 from psycopg.rows import dict_row
 from psycopg.types.string import StrDumperUnknown
-from psycopg_pool import ConnectionPool
+from psycopg_pool import ConnectionPool, PoolTimeout
 
 from threadloom.clock import now_ms
 from threadloom.errors import StoreBusy, StoreError
@@ -302,12 +302,32 @@ class PostgresStore:
                     break
                 time.sleep(min(_BACKOFF_MAX_S, _BACKOFF_BASE_S * 2**attempt) * random.uniform(0.5, 1.0))
             except psycopg.OperationalError as exc:
-                raise StoreBusy(f"the PostgreSQL store at {self.location} is unreachable ({exc}); try again") from None
+                raise self._unreachable(exc) from None
         raise StoreBusy(f"the store stayed locked by another writer for {self._write_attempts} attempts; try again")
 
     # the seam
 
+    def _unreachable(self, exc: psycopg.OperationalError) -> StoreBusy:
+        """A connection was lost (the server restarted, or ended it): every idle one of the pool is checked and
+        the dead ones replaced now, so a server that is back is served at the next call, not after one failed
+        call per pooled connection."""
+        if not isinstance(exc, PoolTimeout) and self._pool is not None:
+            self._pool.check()
+        return StoreBusy(f"the PostgreSQL store at {self.location} is unreachable ({exc}); try again")
+
     def read(self, fn: Callable[[_Cursor], T]) -> T:
+        try:
+            return self._read_once(fn)
+        except PoolTimeout as exc:
+            raise self._unreachable(exc) from None
+        except psycopg.OperationalError as exc:  # a read is safe to run again: once, on a checked connection
+            self._unreachable(exc)
+        try:
+            return self._read_once(fn)
+        except psycopg.OperationalError as exc:
+            raise self._unreachable(exc) from None
+
+    def _read_once(self, fn: Callable[[_Cursor], T]) -> T:
         try:
             with self.pool().connection() as conn:
                 conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
@@ -317,8 +337,6 @@ class PostgresStore:
                     conn.execute("ROLLBACK")
         except pg_errors.ReadOnlySqlTransaction as exc:
             raise StoreError(f"a read tried to write: {exc}") from None
-        except psycopg.OperationalError as exc:
-            raise StoreBusy(f"the PostgreSQL store at {self.location} is unreachable ({exc}); try again") from None
 
     def write(self, fn: Callable[[_Cursor], T]) -> T:
         return self._retry_busy(lambda: self._transaction_raw(lambda conn: fn(_Cursor(conn))))
