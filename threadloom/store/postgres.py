@@ -42,6 +42,9 @@ log = logging.getLogger(__name__)
 
 _BACKOFF_BASE_S = 0.02
 _BACKOFF_MAX_S = 0.5
+# A call waits this long for a pooled connection (psycopg_pool's default is 30 s), then is told to retry:
+# while the database is down, calls answer in seconds instead of hanging.
+POOL_WAIT_S = 10.0
 WRITER_LOCK_KEY = 0x7468_6C6F  # "thlo": the advisory lock every write transaction holds
 _RETRYABLE = (pg_errors.LockNotAvailable, pg_errors.SerializationFailure, pg_errors.DeadlockDetected)
 
@@ -218,8 +221,9 @@ class PostgresStore:
                     self.url,
                     min_size=1,
                     max_size=self._pool_size,
-                    kwargs={"autocommit": True},
+                    kwargs={"autocommit": True, "connect_timeout": 10},
                     configure=_configure,
+                    timeout=POOL_WAIT_S,
                     open=False,
                     name="threadloom",
                 )
