@@ -85,3 +85,10 @@ class Backend:
 def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
     """Each store-level and service test that takes it runs on both backends (PostgreSQL in the slow tier)."""
     return Backend(str(request.param), tmp_path, request)
+
+
+@pytest.fixture
+def laptop(tmp_path: Path) -> Iterator[Path]:
+    """A laptop's home for `serve --remote` tests; the daemon its local bridge started is stopped after."""
+    yield tmp_path / "laptop-home"
+    stop_everything(tmp_path / "laptop-home")

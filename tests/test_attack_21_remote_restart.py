@@ -13,26 +13,17 @@ from __future__ import annotations
 
 import os
 import signal
-from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 import pytest
 from mcp import Client
 
-from tests.helpers import stop_everything
 from tests.http_server import git_repo, start_http
 from tests.team_server import admin, call, make_team
 from tests.test_remote import remote
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-@pytest.fixture
-def laptop(tmp_path: Path) -> Iterator[Path]:
-    """The laptop's home; the daemon its local bridge started is stopped after the test."""
-    yield tmp_path / "laptop-home"
-    stop_everything(tmp_path / "laptop-home")
 
 
 async def refused(c: Client, name: str, args: dict[str, object]) -> dict[str, object]:

@@ -32,10 +32,10 @@ def remote(laptop: Path, repo: Path, url: str, **env: str) -> StdioServerParamet
 
 
 async def test_store_and_recall_through_the_team_server_with_threads_in_the_repository(
-    home: Path, tmp_path: Path
+    home: Path, tmp_path: Path, laptop: Path
 ) -> None:
     tokens = make_team(home)
-    laptop, repo = tmp_path / "laptop-home", git_repo(tmp_path / "shop")  # the folder's name is the project
+    repo = git_repo(tmp_path / "shop")  # the folder's name is the project
     env = {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob"}
     with team_server(home, tmp_path) as team:
         async with Client(remote(laptop, repo, team.url, **env), mode="legacy") as c:

@@ -57,9 +57,9 @@ def test_the_token_is_read_from_the_keyring_and_the_environment_wins(tmp_path: P
         keyring.set_keyring(before)
 
 
-async def test_serve_remote_acts_for_the_keyrings_token(home: Path, tmp_path: Path) -> None:
+async def test_serve_remote_acts_for_the_keyrings_token(home: Path, tmp_path: Path, laptop: Path) -> None:
     tokens = make_team(home)
-    laptop, repo = tmp_path / "laptop-home", git_repo(tmp_path / "shop")
+    repo = git_repo(tmp_path / "shop")
     env = keyring_env(tmp_path) | {"THREADLOOM_USER": "bob"}
     with team_server(home, tmp_path) as team:
         keyring_set(laptop, env, team.url, tokens["bob"])
