@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -92,3 +93,14 @@ def laptop(tmp_path: Path) -> Iterator[Path]:
     """A laptop's home for `serve --remote` tests; the daemon its local bridge started is stopped after."""
     yield tmp_path / "laptop-home"
     stop_everything(tmp_path / "laptop-home")
+
+
+@pytest.fixture
+def team(home: Path, tmp_path: Path) -> Iterator[Any]:
+    """A running `serve --http --accounts` team server (tests/team_server.py `Team`) with its accounts' tokens."""
+    from tests.team_server import make_team, team_server  # it imports this module's neighbours
+
+    tokens = make_team(home)
+    with team_server(home, tmp_path) as served:
+        served.tokens = tokens
+        yield served

@@ -13,24 +13,15 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.team_server import Team, admin, call, make_team, team_client, team_server
+from tests.team_server import Team, admin, call, team_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
 
 TEN_MB = "x" * (10 * 1024 * 1024)
-
-
-@pytest.fixture
-def team(home: Path, tmp_path: Path) -> Iterator[Team]:
-    tokens = make_team(home)
-    with team_server(home, tmp_path) as served:
-        served.tokens = tokens
-        yield served
 
 
 def refusal(exc: pytest.ExceptionInfo[MCPError]) -> tuple[str, object]:

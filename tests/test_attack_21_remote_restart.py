@@ -33,12 +33,16 @@ async def refused(c: Client, name: str, args: dict[str, object]) -> dict[str, ob
     return dict(result.structured_content or {})
 
 
+def bobs_laptop(home: Path, tmp_path: Path) -> tuple[dict[str, str], Path, dict[str, str]]:
+    """The team's tokens, bob's repository (its folder names the project) and his bridge's environment."""
+    tokens = make_team(home)
+    return tokens, git_repo(tmp_path / "shop"), {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob"}
+
+
 async def test_the_bridge_answers_while_the_team_server_is_down_and_serves_again_after_its_restart(
     home: Path, tmp_path: Path, laptop: Path
 ) -> None:
-    tokens = make_team(home)
-    repo = git_repo(tmp_path / "shop")
-    env = {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob"}
+    _, repo, env = bobs_laptop(home, tmp_path)
     with start_http(home, tmp_path, accounts=True) as (served, server):
         async with Client(remote(laptop, repo, served.url, **env), mode="legacy") as c:
             await call(c, "memory_store", {"content": "stored before the crash"})
@@ -60,9 +64,7 @@ async def test_the_bridge_answers_while_the_team_server_is_down_and_serves_again
 async def test_a_token_revoked_mid_session_is_refused_in_words_not_retryable_at_every_call(
     home: Path, tmp_path: Path, laptop: Path
 ) -> None:
-    tokens = make_team(home)
-    repo = git_repo(tmp_path / "shop")
-    env = {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob"}
+    tokens, repo, env = bobs_laptop(home, tmp_path)
     with start_http(home, tmp_path, accounts=True) as (served, _):
         async with Client(remote(laptop, repo, served.url, **env), mode="legacy") as c:
             await call(c, "memory_store", {"content": "stored before the revoke"})

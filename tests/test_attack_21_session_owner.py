@@ -9,24 +9,14 @@ from __future__ import annotations
 import json
 import urllib.error
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from tests.team_server import Team, call, make_team, team_client, team_server
+from tests.team_server import Team, call, team_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
 
 FULL = {"X-Threadloom-Toolset": "full"}
-
-
-@pytest.fixture
-def team(home: Path, tmp_path: Path) -> Iterator[Team]:
-    tokens = make_team(home)
-    with team_server(home, tmp_path) as served:
-        served.tokens = tokens
-        yield served
 
 
 def request(team: Team, method: str, headers: dict[str, str], body: object = None) -> tuple[int, str]:

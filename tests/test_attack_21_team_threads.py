@@ -6,24 +6,13 @@ as an internal error (-32603) for the resources.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import pytest
 from mcp.shared.exceptions import MCPError
 from mcp_types import INVALID_PARAMS
 
-from tests.team_server import Team, make_team, team_client, team_server
+from tests.team_server import Team, team_client
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
-
-
-@pytest.fixture
-def team(home: Path, tmp_path: Path) -> Iterator[Team]:
-    tokens = make_team(home)
-    with team_server(home, tmp_path) as served:
-        served.tokens = tokens
-        yield served
 
 
 async def test_thread_resources_and_prompts_point_at_serve_remote(team: Team) -> None:

@@ -12,7 +12,7 @@ import pytest
 from tests.helpers import PY, env_for
 
 
-@pytest.mark.parametrize("after_s", [0.05, 0.2, 0.4])
+@pytest.mark.parametrize("after_s", [0.05, 0.15, 0.3])  # status takes about 0.9 s here: still running
 def test_an_interrupted_command_exits_130_without_a_traceback(home: Path, after_s: float) -> None:
     proc = subprocess.Popen(
         [PY, "-m", "threadloom", "status"], env=env_for(home), stdin=subprocess.DEVNULL,
@@ -23,7 +23,5 @@ def test_an_interrupted_command_exits_130_without_a_traceback(home: Path, after_
     time.sleep(after_s)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    if proc.returncode == 0:
-        pytest.skip(f"status finished within {after_s} s, before the interrupt")
     assert proc.returncode == 130, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
