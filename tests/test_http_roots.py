@@ -94,3 +94,17 @@ def test_a_relative_http_root_setting_is_a_config_error(home: Path) -> None:
     done = cli(home, "http", "token", THREADLOOM_HTTP_ROOTS="some/where")
     assert done.returncode == 2
     assert "THREADLOOM_HTTP_ROOTS" in done.stderr
+
+
+def test_a_server_started_in_the_filesystem_root_allows_that_folder_alone(home: Path, places: dict[str, Path]) -> None:
+    """A service manager starts a server in / by default: that must not open every folder below it."""
+    before = tree(places["outside"])
+    with serve_http(home, Path("/")) as served:
+        status, body = served.post({"X-Threadloom-Root": str(places["outside"])})
+        assert status == 400, body
+        assert "(itself only)" in json.loads(body)["error"]
+        assert served.post({})[0] == 200  # a session in / keeps its memory, as anywhere
+    with serve_http(home, Path("/"), THREADLOOM_HTTP_ROOTS=str(places["extra"])) as served:
+        assert served.post({"X-Threadloom-Root": str(places["extra"])})[0] == 200
+        assert served.post({"X-Threadloom-Root": str(places["outside"])})[0] == 400
+    assert tree(places["outside"]) == before
