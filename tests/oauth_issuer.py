@@ -7,7 +7,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -25,6 +25,11 @@ class Issuer:
     url: str
     key: rsa.RSAPrivateKey
     kid: str = "k1"
+    # How /jwks.json answers: "ok"; "slow" (holds the request until `release` is set); "html" (not JSON);
+    # "list" (JSON, not an object); "nokeys" ({"keys": []}); "error" (HTTP 500). `jwks_hits` counts requests.
+    jwks: str = "ok"
+    jwks_hits: int = 0
+    release: threading.Event = field(default_factory=threading.Event)
 
     def token(self, key: rsa.RSAPrivateKey | None = None, **claims: Any) -> str:
         """A signed access token: defaults for iss, iat and exp (an hour), any claim overridden or dropped (None)."""
@@ -49,7 +54,16 @@ def local_issuer(port: int) -> Iterator[Issuer]:
         def do_GET(self) -> None:
             found = documents.get(self.path)
             body = json.dumps(found).encode() if found is not None else b"{}"
-            self.send_response(200 if found is not None else 404)
+            status = 200 if found is not None else 404
+            if self.path == "/jwks.json":
+                issuer.jwks_hits += 1
+                if issuer.jwks == "slow":
+                    issuer.release.wait(120)
+                body = {"html": b"<html>maintenance</html>", "list": b"[]", "nokeys": b'{"keys": []}'}.get(
+                    issuer.jwks, body
+                )
+                status = 500 if issuer.jwks == "error" else status
+            self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -64,6 +78,7 @@ def local_issuer(port: int) -> Iterator[Issuer]:
     try:
         yield issuer
     finally:
+        issuer.release.set()
         server.shutdown()
         server.server_close()
         thread.join(timeout=5)

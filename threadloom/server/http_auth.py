@@ -13,6 +13,7 @@ project that opened it.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import partial
@@ -26,12 +27,13 @@ from threadloom.accounts.model import Access, Forbidden, Unauthenticated
 from threadloom.accounts.service import Accounts
 from threadloom.accounts.tokens import looks_like_ours
 from threadloom.errors import InvalidInput, ThreadloomError
-from threadloom.identity import Identity
+from threadloom.identity import Identity, check_user
 from threadloom.server.connection import ConnectionState, HttpConnections
 from threadloom.server.http_gates import header_values, refuse
 from threadloom.server.http_oauth import JwtVerifier
 from threadloom.server.http_sessions import SessionOwners
 
+log = logging.getLogger(__name__)
 ACCESS_KEY = "threadloom.access"  # where the gate leaves the request's Access in the ASGI scope
 RECHECK_KEY = "threadloom.recheck"  # and how to ask for it again: `async () -> Access`
 WELL_KNOWN = "/.well-known/oauth-protected-resource"
@@ -75,9 +77,14 @@ class AccountGate:
         except InvalidInput as exc:
             await refuse(send, 400, exc.message, scope=scope)
             return
-        except ThreadloomError as exc:  # the store could not be asked (unreachable, say): not the caller's fault
-            retry = [(b"retry-after", b"1")] if exc.retryable else []
+        except ThreadloomError as exc:  # the store or the issuer could not be asked: not the caller's fault
+            after = str(getattr(exc, "retry_after_s", 1)).encode()
+            retry = [(b"retry-after", after)] if exc.retryable else []
             await refuse(send, 503, exc.message, retry, scope=scope, retryable=exc.retryable)
+            return
+        except Exception as exc:  # a bug: said as one, in the shape every refusal has, never a bare 500 page
+            log.exception("the account gate failed")
+            await refuse(send, 500, f"internal error ({type(exc).__name__}); see the server's log", scope=scope)
             return
         scope[ACCESS_KEY] = access
         scope[RECHECK_KEY] = partial(self._access, scope)  # the same question again, for a call that waits
@@ -101,8 +108,14 @@ class AccountGate:
         if looks_like_ours(token) or self._oauth is None:
             return await anyio.to_thread.run_sync(self._accounts.authenticate, token)
         user = (await self._oauth.check(token)).subject or ""
-        if not await anyio.to_thread.run_sync(self._accounts.known, user):
-            raise Unauthenticated(f"the access token's {self._oauth.config.user_claim} {user!r} is no account here")
+        try:  # an account's name is 1-100 printable characters: anything else names none, the store is not asked
+            check_user(user, "an account name")
+            known = await anyio.to_thread.run_sync(self._accounts.known, user)
+        except InvalidInput:
+            known = False
+        if not known:
+            claim = self._oauth.config.user_claim
+            raise Unauthenticated(f"the access token's {claim} {user[:100]!r} is no account here")
         return user
 
     async def _challenge(self, send: Send, scope: Scope, error: str | None, message: str) -> None:

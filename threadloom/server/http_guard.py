@@ -18,20 +18,32 @@ this waits on the application.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import resource
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from threadloom.config import Settings
 
 log = logging.getLogger(__name__)
 
-HEADER_BYTES = 16 * 1024  # h11's own default, stated: larger headers get 400
+HEADER_BYTES = 16 * 1024  # h11's own default, stated: larger headers get 431
+DROP_BYTES = 4 * 1024 * 1024  # after a request h11 refused: read and dropped before the connection is closed
+DROP_QUIET_S = 1.0  # ... or once the client has sent nothing for this long
+PROTOCOL_ERRORS = {
+    400: "malformed HTTP request: a header holds a character HTTP does not allow (a NUL or another control "
+    "character), or a line is not HTTP; check what the client sends",
+    431: f"the request's headers are over {HEADER_BYTES:,} bytes; an access token and the headers this server "
+    "reads are far shorter: check what the client sends",
+    501: "the request's Transfer-Encoding is not supported (send a Content-Length, or chunked alone)",
+}
 OPEN_FILE_RESERVE = 64  # the store, the log, threads, pipes
 MAX_BACKLOG = 2048  # uvicorn's default
 LOG_PER_MINUTE = 5
@@ -112,6 +124,8 @@ def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
 
     class GuardedH11Protocol(H11Protocol):
         _deadline: asyncio.TimerHandle | None = None
+        _dropping: int | None = None  # bytes read and dropped after a protocol error, None before one
+        _drop_timer: asyncio.TimerHandle | None = None
 
         def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
             super().connection_made(transport)
@@ -119,8 +133,38 @@ def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
             self._watch()
 
         def data_received(self, data: bytes) -> None:
+            if self._dropping is not None:
+                self._drop(len(data))
+                return
             super().data_received(data)
             self._watch()
+
+        def send_400_response(self, msg: str) -> None:
+            """h11 refused what the client sent (headers over HEADER_BYTES, a NUL in a header, not HTTP at all):
+            said like every other refusal, `{error, retryable}` in JSON, not uvicorn's plain text; then what
+            the client still sends is read and dropped (up to DROP_BYTES, until it pauses), so a client that
+            writes its whole request before reading gets this answer, not a reset connection."""
+            exc = sys.exc_info()[1]
+            status = exc.error_status_hint if isinstance(exc, h11.ProtocolError) else 400
+            said = json.dumps({"error": PROTOCOL_ERRORS.get(status, PROTOCOL_ERRORS[400]), "retryable": False})
+            headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
+            for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=said.encode())):
+                self.transport.write(self.conn.send(event) or b"")
+            self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
+            self._stop_deadline()
+            self._dropping = 0
+            self._drop(0)
+
+        def _drop(self, size: int) -> None:
+            assert self._dropping is not None
+            self._dropping += size
+            if self._drop_timer is not None:
+                self._drop_timer.cancel()
+                self._drop_timer = None
+            if self._dropping > DROP_BYTES or self.transport.is_closing():
+                self.transport.close()
+                return
+            self._drop_timer = self.loop.call_later(DROP_QUIET_S, self.transport.close)
 
         def on_response_complete(self) -> None:
             super().on_response_complete()
@@ -128,6 +172,8 @@ def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
 
         def connection_lost(self, exc: Exception | None) -> None:
             self._stop_deadline()
+            if self._drop_timer is not None:
+                self._drop_timer.cancel()
             guard.busy(self)
             super().connection_lost(exc)
 

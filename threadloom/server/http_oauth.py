@@ -7,21 +7,19 @@ naming it; it MUST refuse a token not issued for itself: RFC 8707 resource indic
 RFC 9728 section 3.1 (the metadata URL inserts /.well-known/oauth-protected-resource before the resource's
 path) and section 5.1 (the `resource_metadata` parameter of the challenge); RFC 6750 section 3 (error codes).
 
-A token's signature is checked with the issuer's JWKS (fetched, cached five minutes, fetched again for a key
-id it does not hold: PyJWT's PyJWKClient), then `exp`/`nbf` (30 s leeway), `iss` and `aud` (this server's
-resource URL). The account is the value of a configured claim (`sub` by default), which must name an account.
-It implements the SDK's `TokenVerifier` protocol (mcp.server.auth.provider), so it fits the SDK's own bearer
-middleware too; the threadloom gate calls `check`, which says why a token was refused.
+A token's signature is checked with the issuer's JWKS (http_jwks.py: fetched, cached five minutes, fetched
+again for a key id it does not hold at most every 30 s; an issuer down is a retryable 503), then `exp`/`nbf`
+(30 s leeway), `iss` and `aud` (this server's resource URL). The account is the value of a configured claim
+(`sub` by default), which must name an account. It implements the SDK's `TokenVerifier` protocol
+(mcp.server.auth.provider), so it fits the SDK's own bearer middleware too; the threadloom gate calls `check`,
+which says why a token was refused.
 """
 
 from __future__ import annotations
 
-import json
-import urllib.request
 from dataclasses import dataclass
 from typing import Any, Final
 
-import anyio
 import jwt
 from mcp.server.auth.provider import AccessToken
 from mcp.server.auth.routes import build_resource_metadata_url
@@ -30,11 +28,10 @@ from pydantic import AnyHttpUrl
 
 from threadloom.accounts.model import Unauthenticated
 from threadloom.errors import ConfigError
+from threadloom.server.http_jwks import IssuerKeys, IssuerUnavailable, fetch_json
 
 ALGORITHMS: Final = ["RS256", "RS384", "RS512", "PS256", "ES256", "ES384", "EdDSA"]  # never "none", never HMAC
 LEEWAY_S: Final = 30
-JWKS_CACHE_S: Final = 300
-FETCH_TIMEOUT_S: Final = 10
 
 
 @dataclass(frozen=True)
@@ -60,18 +57,24 @@ class JwtVerifier:
 
     def __init__(self, config: OAuthConfig) -> None:
         self.config = config
-        self._jwks: jwt.PyJWKClient | None = None
+        self._keys = IssuerKeys(lambda: config.jwks_url or discover_jwks(config.issuer))
 
     async def verify_token(self, token: str) -> AccessToken | None:
         """The SDK's TokenVerifier protocol: None for any refused token."""
         try:
             return await self.check(token)
-        except Unauthenticated:
+        except (Unauthenticated, IssuerUnavailable):
             return None
 
     async def check(self, token: str) -> AccessToken:
-        """The token's access, or Unauthenticated saying why (expired, another audience, bad signature...)."""
-        claims = await anyio.to_thread.run_sync(self._decode, token)
+        """The token's access, or Unauthenticated saying why (expired, another audience, bad signature...);
+        IssuerUnavailable when the issuer's keys cannot be had now (retryable)."""
+        try:
+            header = jwt.get_unverified_header(token)
+        except jwt.PyJWTError as exc:
+            raise Unauthenticated(f"the access token is not valid: {exc}") from None
+        key = await self._keys.key(header.get("kid"))
+        claims = self._decode(token, key.key)
         user = claims.get(self.config.user_claim)
         if not isinstance(user, str) or not user:
             raise Unauthenticated(f"the access token has no {self.config.user_claim!r} claim naming an account")
@@ -85,9 +88,8 @@ class JwtVerifier:
             claims={"iss": claims["iss"]},
         )
 
-    def _decode(self, token: str) -> dict[str, Any]:
+    def _decode(self, token: str, key: Any) -> dict[str, Any]:
         try:
-            key = self._client().get_signing_key_from_jwt(token).key
             return jwt.decode(
                 token,
                 key,
@@ -107,32 +109,25 @@ class JwtVerifier:
             raise Unauthenticated(f"the access token was not issued by {self.config.issuer}") from None
         except jwt.MissingRequiredClaimError as exc:
             raise Unauthenticated(f"the access token lacks the {exc.claim!r} claim") from None
-        except jwt.PyJWKClientConnectionError:
-            raise Unauthenticated("the issuer's signing keys could not be fetched; try again later") from None
-        except jwt.PyJWKClientError as exc:
-            raise Unauthenticated(f"the access token's signing key is not the issuer's: {exc}") from None
         except jwt.PyJWTError as exc:
             raise Unauthenticated(f"the access token is not valid: {exc}") from None
 
-    def _client(self) -> jwt.PyJWKClient:
-        if self._jwks is None:
-            url = self.config.jwks_url or discover_jwks(self.config.issuer)
-            self._jwks = jwt.PyJWKClient(url, cache_keys=True, lifespan=JWKS_CACHE_S, timeout=FETCH_TIMEOUT_S)
-        return self._jwks
-
 
 def discover_jwks(issuer: str) -> str:
-    """`jwks_uri` from the issuer's RFC 8414 metadata, else its OpenID Connect discovery document."""
+    """`jwks_uri` from the issuer's RFC 8414 metadata, else its OpenID Connect discovery document
+    (IssuerUnavailable when neither can be read or names one)."""
     base = issuer.rstrip("/")
+    problems = []
     for path in ("/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"):
         try:
-            with urllib.request.urlopen(base + path, timeout=FETCH_TIMEOUT_S) as resp:
-                found = json.loads(resp.read(1 << 20)).get("jwks_uri")
-        except (OSError, ValueError):
+            found = fetch_json(base + path, "metadata")
+        except IssuerUnavailable as exc:
+            problems.append(exc.message)
             continue
-        if isinstance(found, str) and found:
-            return found
-    raise Unauthenticated(f"the issuer {issuer} publishes no jwks_uri; give --oauth-jwks")
+        if isinstance(found.get("jwks_uri"), str) and found["jwks_uri"].startswith(("https://", "http://")):
+            return str(found["jwks_uri"])
+        problems.append(f"{base + path} names no http(s) jwks_uri")
+    raise IssuerUnavailable(f"the issuer {issuer} publishes no jwks_uri (give --oauth-jwks): {'; '.join(problems)}")
 
 
 def check_config(issuer: str | None, resource: str | None, jwks: str | None, claim: str) -> OAuthConfig | None:
