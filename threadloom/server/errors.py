@@ -9,8 +9,14 @@ from pydantic import ValidationError
 
 from threadloom.errors import ThreadloomError
 
+# An error may quote an argument (an unknown id, say): a client's SDK drops an answer of over 1 MiB whole, so a
+# multi-megabyte argument quoted back would leave it with no answer at all.
+MAX_ERROR_CHARS = 2_000
+
 
 def error_result(message: str, *, retryable: bool) -> CallToolResult:
+    if len(message) > MAX_ERROR_CHARS:
+        message = f"{message[:MAX_ERROR_CHARS]}... ({len(message) - MAX_ERROR_CHARS:,} more characters not shown)"
     body = {"error": message, "retryable": retryable}
     return CallToolResult(
         content=[TextContent(type="text", text=json.dumps(body))],
