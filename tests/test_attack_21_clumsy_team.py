@@ -123,8 +123,11 @@ def raw_request(port: int, headers: bytes) -> tuple[int, bytes]:
         answer = b""
         while chunk := conn.recv(65536):
             answer += chunk
-    status_line, _, rest = answer.partition(b"\r\n")
-    return int(status_line.split()[1]), rest.partition(b"\r\n\r\n")[2]
+    head, _, body = answer.partition(b"\r\n\r\n")
+    status_line, *lines = head.decode("latin-1").split("\r\n")
+    headers = dict(line.lower().split(": ", 1) for line in lines)
+    assert int(headers["content-length"]) == len(body), head  # readable before the connection closes
+    return int(status_line.split()[1]), body
 
 
 def test_requests_http_itself_refuses_are_answered_in_json(issued: tuple[Team, Issuer]) -> None:

@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import h11
-from uvicorn.protocols.http.h11_impl import H11Protocol
+from uvicorn.protocols.http.h11_impl import STATUS_PHRASES, H11Protocol
 
 from threadloom.config import Settings
 
@@ -146,9 +146,14 @@ def guarded_protocol(guard: ConnectionGuard) -> type[H11Protocol]:
             writes its whole request before reading gets this answer, not a reset connection."""
             exc = sys.exc_info()[1]
             status = exc.error_status_hint if isinstance(exc, h11.ProtocolError) else 400
-            said = json.dumps({"error": PROTOCOL_ERRORS.get(status, PROTOCOL_ERRORS[400]), "retryable": False})
-            headers = [(b"content-type", b"application/json"), (b"connection", b"close")]
-            for event in (h11.Response(status_code=status, headers=headers), h11.Data(data=said.encode())):
+            said = json.dumps({"error": PROTOCOL_ERRORS.get(status, PROTOCOL_ERRORS[400]), "retryable": False}).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(said)).encode()),
+                (b"connection", b"close"),
+            ]
+            started = h11.Response(status_code=status, headers=headers, reason=STATUS_PHRASES[status])
+            for event in (started, h11.Data(data=said)):
                 self.transport.write(self.conn.send(event) or b"")
             self.transport.write(self.conn.send(h11.EndOfMessage()) or b"")
             self._stop_deadline()
