@@ -4,7 +4,8 @@ or answering garbage, a token whose account name no account could have, and requ
 Each must get `{error, retryable}` with a fitting status, promptly, and hold up no other user: an issuer that
 answered HTML gave a bare "Internal Server Error" page, one that was down a 401 saying the token was bad (not
 retryable), and a silent one made every OAuth request wait for its own 10 s fetch in turn, each holding a
-thread (50 of them: minutes, and the threads every other request needs). A 1 MB header got a reset
+thread (three were answered after 10, 20 and 30 s; 50 would take minutes, and the threads every other request
+needs). A 1 MB header got a reset
 connection, a NUL in a header uvicorn's plain-text 400.
 """
 
