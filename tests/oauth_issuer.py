@@ -26,7 +26,8 @@ class Issuer:
     key: rsa.RSAPrivateKey
     kid: str = "k1"
     # How /jwks.json answers: "ok"; "slow" (holds the request until `release` is set); "html" (not JSON);
-    # "list" (JSON, not an object); "nokeys" ({"keys": []}); "error" (HTTP 500). `jwks_hits` counts requests.
+    # "list" (JSON, not an object); "nokeys" ({"keys": []}); "error" (HTTP 500); "rotated" (another key, "k2",
+    # and no longer "k1"). `jwks_hits` counts requests.
     jwks: str = "ok"
     jwks_hits: int = 0
     release: threading.Event = field(default_factory=threading.Event)
@@ -45,6 +46,7 @@ def local_issuer(port: int) -> Iterator[Issuer]:
     url = f"http://127.0.0.1:{port}"
     issuer = Issuer(url, new_key())
     jwk = json.loads(RSAAlgorithm.to_jwk(issuer.key.public_key())) | {"kid": issuer.kid, "use": "sig", "alg": "RS256"}
+    rotated = json.loads(RSAAlgorithm.to_jwk(new_key().public_key())) | {"kid": "k2", "use": "sig", "alg": "RS256"}
     documents = {
         "/.well-known/oauth-authorization-server": {"issuer": url, "jwks_uri": f"{url}/jwks.json"},
         "/jwks.json": {"keys": [jwk]},
@@ -59,9 +61,12 @@ def local_issuer(port: int) -> Iterator[Issuer]:
                 issuer.jwks_hits += 1
                 if issuer.jwks == "slow":
                     issuer.release.wait(120)
-                body = {"html": b"<html>maintenance</html>", "list": b"[]", "nokeys": b'{"keys": []}'}.get(
-                    issuer.jwks, body
-                )
+                body = {
+                    "html": b"<html>maintenance</html>",
+                    "list": b"[]",
+                    "nokeys": b'{"keys": []}',
+                    "rotated": json.dumps({"keys": [rotated]}).encode(),
+                }.get(issuer.jwks, body)
                 status = 500 if issuer.jwks == "error" else status
             self.send_response(status)
             self.send_header("Content-Type", "application/json")

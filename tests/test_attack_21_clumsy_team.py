@@ -6,7 +6,8 @@ answered HTML gave a bare "Internal Server Error" page, one that was down a 401 
 retryable), and a silent one made every OAuth request wait for its own 10 s fetch in turn, each holding a
 thread (three were answered after 10, 20 and 30 s; 50 would take minutes, and the threads every other request
 needs). A 1 MB header got a reset
-connection, a NUL in a header uvicorn's plain-text 400.
+connection, a NUL in a header uvicorn's plain-text 400. And a key the issuer withdrew (rotated out,
+compromised) stayed trusted until the server restarted: PyJWT's client cached each key it had seen for good.
 """
 
 from __future__ import annotations
@@ -24,6 +25,8 @@ from tests.helpers import wait_for
 from tests.http_server import INIT, free_port
 from tests.oauth_issuer import Issuer, local_issuer
 from tests.team_server import Team, make_team, team_server
+from threadloom.accounts.model import Unauthenticated
+from threadloom.server.http_jwks import JWKS_CACHE_S, REFETCH_EVERY_S, IssuerKeys
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -144,3 +147,22 @@ def test_requests_http_itself_refuses_are_answered_in_json(issued: tuple[Team, I
         message, retryable = said(body.decode())
         assert (status, retryable) == (status_wanted, False) and words in message, (status, body[:200])
     assert team.post(team.headers("bob", "shop"))[0] == 200
+
+
+@pytest.mark.anyio
+async def test_made_up_key_ids_cost_the_issuer_nothing_and_a_withdrawn_key_goes_with_the_next_fetch() -> None:
+    now = [0.0]
+    with local_issuer(free_port()) as issuer:
+        keys = IssuerKeys(lambda: f"{issuer.url}/jwks.json", clock=lambda: now[0])
+        assert (await keys.key("k1")).key_id == "k1" and issuer.jwks_hits == 1
+        for made_up in ("k9", "x" * 500, "k1 "):
+            with pytest.raises(Unauthenticated, match="is not one of the issuer's"):
+                await keys.key(made_up)
+        assert issuer.jwks_hits == 1  # a fresh set is asked, not the issuer
+        issuer.jwks = "rotated"
+        now[0] = REFETCH_EVERY_S + 1
+        assert (await keys.key("k2")).key_id == "k2" and issuer.jwks_hits == 2  # a new key id: fetched once
+        with pytest.raises(Unauthenticated, match="'k1' is not one of the issuer's"):
+            await keys.key("k1")  # withdrawn by the issuer, refused from that fetch on
+        now[0] += JWKS_CACHE_S
+        assert (await keys.key("k2")).key_id == "k2" and issuer.jwks_hits == 3  # a stale set is fetched again
