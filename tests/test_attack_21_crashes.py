@@ -1,0 +1,87 @@
+"""A team node and its PostgreSQL store as a crashing machine, tried from outside (issue 21).
+
+Real processes: `serve --http --accounts` nodes on a scratch database of the test cluster, killed -9 in the
+middle of a call and started again on the same port.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import psycopg
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.backend_home import _URLS
+from tests.http_server import git_repo, start_http
+from tests.team_server import Team, call, make_team, team_client
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def team_home(home: Path, postgres_url: str) -> Iterator[Path]:
+    """A home whose store is the test's PostgreSQL database, with the team's accounts in it."""
+    _URLS[home] = postgres_url
+    try:
+        yield home
+    finally:
+        _URLS.pop(home, None)
+
+
+async def lock_waiter(url: str) -> None:
+    """Until one of the database's backends waits for a lock (a node's write, blocked by the test's own)."""
+    with psycopg.connect(url, autocommit=True) as admin:
+        query = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
+        with anyio.fail_after(60):
+            while not (admin.execute(query).fetchone() or (0,))[0]:
+                await anyio.sleep(0.02)
+
+
+def current(url: str) -> list[tuple[str, str, str | None]]:
+    with psycopg.connect(url) as conn:
+        return [(str(a), str(b), c) for a, b, c in conn.execute("SELECT id, content, superseded_by FROM memories")]
+
+
+async def test_a_node_killed_during_an_amend_leaves_it_undone_and_its_retry_finishes_it(
+    team_home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """An amend stored its correction in one transaction and marked the old memory superseded in a second: killed
+    between them, the node left both current, and the call's idempotency key (claimed by the first) made every
+    retry answer "replayed" without superseding anything. Now it is one transaction."""
+    tokens = make_team(team_home)
+    repo = git_repo(tmp_path / "repo")
+    amend = {"content": "the deploy script lives in scripts/deploy.py", "idempotency_key": "amend-1"}
+    with start_http(team_home, repo, accounts=True, THREADLOOM_STORE_URL=postgres_url) as (served, node):
+        team = Team(served.port, team_home, served.log, tokens)
+        async with team_client(team, "alice", "shop") as c:
+            old = (await call(c, "memory_store", {"content": "the deploy script lives in bin/deploy.sh"}))["id"]
+            with psycopg.connect(postgres_url) as blocker:  # holds the old memory's row: the amend waits on it
+                blocker.execute("SELECT id FROM memories WHERE id = %s FOR UPDATE", (old,))
+                async with anyio.create_task_group() as tg:
+
+                    async def amending() -> None:
+                        with pytest.raises(MCPError):  # the node dies: the stream ends with no answer
+                            await c.call_tool("memory_amend", {"memory_id": old, **amend})
+
+                    tg.start_soon(amending)
+                    await lock_waiter(postgres_url)
+                    os.kill(node.pid, signal.SIGKILL)
+                    node.wait()
+                blocker.rollback()
+    # Nothing of the unanswered call: the old memory current, no correction stored beside it.
+    assert current(postgres_url) == [(old, "the deploy script lives in bin/deploy.sh", None)]
+    with start_http(team_home, repo, accounts=True, port=served.port, THREADLOOM_STORE_URL=postgres_url):
+        async with team_client(team, "alice", "shop") as c:
+            again = await call(c, "memory_amend", {"memory_id": old, **amend})
+            assert "replayed" not in again, again
+            found = await call(c, "memory_recall", {"query": "deploy script", "read_only": True})
+    new = again["new"]["id"]
+    assert sorted(current(postgres_url)) == sorted(
+        [(old, "the deploy script lives in bin/deploy.sh", new), (new, amend["content"], None)]
+    )
+    assert found["memories"][0]["id"] == new
