@@ -14,11 +14,13 @@ from pathlib import Path
 import anyio
 import psycopg
 import pytest
+from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.backend_home import _URLS
 from tests.http_server import git_repo, start_http
 from tests.team_server import Team, call, make_team, team_client
+from tests.test_remote import remote
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
 
@@ -85,3 +87,34 @@ async def test_a_node_killed_during_an_amend_leaves_it_undone_and_its_retry_fini
         [(old, "the deploy script lives in bin/deploy.sh", new), (new, amend["content"], None)]
     )
     assert found["memories"][0]["id"] == new
+
+
+async def test_the_bridge_answers_retryable_when_the_team_server_accepts_connections_but_never_answers(
+    home: Path, tmp_path: Path, laptop: Path
+) -> None:
+    """A team server stopped (SIGSTOP: the kernel still accepts its connections, nothing answers), as a network
+    that takes TCP and drops the rest would: the bridge waited the SDK's 300 s read timeout for each call, and
+    as long again to open a new session at the next. Now it gives up after THREADLOOM_REMOTE_TIMEOUT seconds
+    without a byte (the server pings every 15 s while a call runs), retryable, and serves once it answers."""
+    tokens = make_team(home)
+    repo = git_repo(tmp_path / "shop")
+    env = {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob", "THREADLOOM_REMOTE_TIMEOUT": "16"}
+    with start_http(home, tmp_path, accounts=True) as (served, server):
+        async with Client(remote(laptop, repo, served.url, **env), mode="legacy") as c:
+            await call(c, "memory_store", {"content": "stored before the stop"})
+            server.send_signal(signal.SIGSTOP)
+            try:
+                answers = []
+                for n in range(2):  # the call on the session it had, then one opening a new session
+                    with anyio.fail_after(120):  # the SDK's default would be 300 s, and 310 s for the second
+                        result = await c.call_tool("memory_store", {"content": f"sent while stopped {n}"})
+                    answers.append(dict(result.structured_content or {}) | {"is_error": result.is_error})
+                await call(c, "thread_project", {"action": "create", "title": "Shop"})  # the local side serves
+            finally:
+                server.send_signal(signal.SIGCONT)
+            await call(c, "memory_store", {"content": "stored after it answers again"})
+            found = await call(c, "memory_recall", {"query": "stored", "read_only": True})
+    for answer in answers:
+        assert answer["is_error"] and answer["retryable"] is True, answer
+    contents = sorted(m["content"] for m in found["memories"])
+    assert contents == ["stored after it answers again", "stored before the stop"]
