@@ -10,6 +10,7 @@ import os
 import signal
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import anyio
 import psycopg
@@ -35,13 +36,21 @@ def team_home(home: Path, postgres_url: str) -> Iterator[Path]:
         _URLS.pop(home, None)
 
 
-async def lock_waiter(url: str) -> None:
-    """Until one of the database's backends waits for a lock (a node's write, blocked by the test's own)."""
+async def lock_waiter(url: str, statement: str = "") -> None:
+    """Until one of the database's backends waits for a lock (a node's write, blocked by the test's own), running
+    a statement that starts with `statement`."""
+    query = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+        "AND query LIKE %s"
+    )
     with psycopg.connect(url, autocommit=True) as admin:
-        query = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'"
         with anyio.fail_after(60):
-            while not (admin.execute(query).fetchone() or (0,))[0]:
+            while not (admin.execute(query, (statement + "%",)).fetchone() or (0,))[0]:
                 await anyio.sleep(0.02)
+
+
+def node_on(home: Path, repo: Path, url: str, port: int | None = None) -> Any:
+    return start_http(home, repo, accounts=True, port=port, THREADLOOM_STORE_URL=url)
 
 
 def current(url: str) -> list[tuple[str, str, str | None]]:
@@ -58,7 +67,7 @@ async def test_a_node_killed_during_an_amend_leaves_it_undone_and_its_retry_fini
     tokens = make_team(team_home)
     repo = git_repo(tmp_path / "repo")
     amend = {"content": "the deploy script lives in scripts/deploy.py", "idempotency_key": "amend-1"}
-    with start_http(team_home, repo, accounts=True, THREADLOOM_STORE_URL=postgres_url) as (served, node):
+    with node_on(team_home, repo, postgres_url) as (served, node):
         team = Team(served.port, team_home, served.log, tokens)
         async with team_client(team, "alice", "shop") as c:
             old = (await call(c, "memory_store", {"content": "the deploy script lives in bin/deploy.sh"}))["id"]
@@ -77,7 +86,7 @@ async def test_a_node_killed_during_an_amend_leaves_it_undone_and_its_retry_fini
                 blocker.rollback()
     # Nothing of the unanswered call: the old memory current, no correction stored beside it.
     assert current(postgres_url) == [(old, "the deploy script lives in bin/deploy.sh", None)]
-    with start_http(team_home, repo, accounts=True, port=served.port, THREADLOOM_STORE_URL=postgres_url):
+    with node_on(team_home, repo, postgres_url, port=served.port):
         async with team_client(team, "alice", "shop") as c:
             again = await call(c, "memory_amend", {"memory_id": old, **amend})
             assert "replayed" not in again, again
@@ -118,3 +127,40 @@ async def test_the_bridge_answers_retryable_when_the_team_server_accepts_connect
         assert answer["is_error"] and answer["retryable"] is True, answer
     contents = sorted(m["content"] for m in found["memories"])
     assert contents == ["stored after it answers again", "stored before the stop"]
+
+
+async def test_a_forget_killed_before_its_vacuum_is_vacuumed_by_the_next(
+    team_home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """forget erases in one transaction, then VACUUMs the tables it changed (the erased rows' old versions stay
+    in their pages and indexes until then). Killed in between, the node's retry erased nothing and so vacuumed
+    nothing, whatever its error said ("the rows are erased, run again"). Now the erasure marks its tables in its
+    own transaction, and the next forget vacuums them."""
+    tokens = make_team(team_home)
+    repo = git_repo(tmp_path / "repo")
+    forget = {"text": "zebra", "kinds": ["memories"], "dry_run": False}
+    full = {"X-Threadloom-Toolset": "full"}
+    with node_on(team_home, repo, postgres_url) as (served, node):
+        team = Team(served.port, team_home, served.log, tokens)
+        async with team_client(team, "alice", "shop", **full) as c:
+            for n in range(5):
+                await call(c, "memory_store", {"content": f"the launch codeword is zebra-{n}"})
+            with psycopg.connect(postgres_url) as blocker:  # VACUUM waits for this lock; deletes do not
+                blocker.execute("LOCK TABLE memories IN SHARE UPDATE EXCLUSIVE MODE")
+                async with anyio.create_task_group() as tg:
+
+                    async def forgetting() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("forget", forget)
+
+                    tg.start_soon(forgetting)
+                    await lock_waiter(postgres_url, "VACUUM")
+                    os.kill(node.pid, signal.SIGKILL)
+                    node.wait()
+                blocker.rollback()
+    assert not [row for row in current(postgres_url) if "zebra" in row[1]]  # erased, committed, not vacuumed
+    with node_on(team_home, repo, postgres_url, port=served.port):
+        async with team_client(team, "alice", "shop", **full) as c:
+            again = await call(c, "forget", forget)
+    assert again["erased"]["memories"] == 0
+    assert "memories" in again["compaction"]["vacuumed"] and again["compaction"]["dead_rows_removed"] >= 5, again
