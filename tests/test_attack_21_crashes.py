@@ -19,8 +19,10 @@ from mcp import Client
 from mcp.shared.exceptions import MCPError
 
 from tests.backend_home import _URLS
-from tests.http_server import git_repo, start_http
+from tests.helpers import structured
+from tests.http_server import client, git_repo, start_http
 from tests.team_server import Team, call, make_team, team_client
+from tests.test_multinode import TOKEN, session
 from tests.test_remote import remote
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -51,6 +53,11 @@ async def lock_waiter(url: str, statement: str = "") -> None:
 
 def node_on(home: Path, repo: Path, url: str, port: int | None = None) -> Any:
     return start_http(home, repo, accounts=True, port=port, THREADLOOM_STORE_URL=url)
+
+
+def plain_node(home: Path, repo: Path, url: str, port: int | None = None) -> Any:
+    """One person's `serve --http` node on the database (tests/test_multinode.py's)."""
+    return start_http(home, repo, port=port, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana")
 
 
 def current(url: str) -> list[tuple[str, str, str | None]]:
@@ -164,3 +171,39 @@ async def test_a_forget_killed_before_its_vacuum_is_vacuumed_by_the_next(
             again = await call(c, "forget", forget)
     assert again["erased"]["memories"] == 0
     assert "memories" in again["compaction"]["vacuumed"] and again["compaction"]["dead_rows_removed"] >= 5, again
+
+
+async def test_a_node_killed_after_reopening_a_thread_but_before_its_note_keeps_the_note_for_the_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """A note on an idle thread reopens it (a write of its own) and then adds the note (another). The reopening
+    claimed the call's idempotency key: a node killed between them left the thread reopened and no note, and the
+    retry with the same key was answered "replayed" (the first call "wrote"), so the note was never written. Now
+    the key goes with the note's own transaction. A plain `serve --http` node: a team server has no thread tools."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("noter", repo)
+    note = {"text": "the flaky test is the clock, not the network", "idempotency_key": "note-1"}
+    with plain_node(home, repo, postgres_url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
+            made = structured(await c.call_tool("thread_create", {"title": "Flaky test"}))
+            assert not (await c.call_tool("thread_status", {"status": "idle", "thread_id": made["id"]})).is_error
+            with psycopg.connect(postgres_url) as blocker:  # the note's INSERT waits; the reopening does not
+                blocker.execute("LOCK TABLE thread_notes IN SHARE MODE")
+                async with anyio.create_task_group() as tg:
+
+                    async def noting() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("thread_note", {**note, "thread_id": made["id"]})
+
+                    tg.start_soon(noting)
+                    await lock_waiter(postgres_url, "INSERT INTO thread_notes")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.rollback()
+    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("thread_note", {**note, "thread_id": made["id"]}))
+    assert "replayed" not in again, again
+    with psycopg.connect(postgres_url) as conn:
+        assert [row[0] for row in conn.execute("SELECT text FROM thread_notes")] == [note["text"]]
