@@ -1,16 +1,18 @@
-"""A team node and its PostgreSQL store as a crashing machine, tried from outside (issue 21).
+"""Team nodes, their PostgreSQL store and `serve --remote` as a crashing machine, tried from outside (issue 21).
 
-Real processes: `serve --http --accounts` nodes on a scratch database of the test cluster, killed -9 in the
-middle of a call and started again on the same port.
+Real processes: `serve --http` nodes (team servers, and one person's for the thread tools) on a scratch database
+of the test cluster, killed -9 in the middle of a call (held there by a lock the test takes in the database)
+and started again on the same port; a team server stopped (SIGSTOP) under a laptop's bridge.
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import subprocess
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from pathlib import Path
-from typing import Any
 
 import anyio
 import psycopg
@@ -20,7 +22,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.backend_home import _URLS
 from tests.helpers import structured
-from tests.http_server import client, git_repo, start_http
+from tests.http_server import Served, client, git_repo, start_http
 from tests.team_server import Team, call, make_team, team_client
 from tests.test_multinode import TOKEN, session
 from tests.test_remote import remote
@@ -51,11 +53,15 @@ async def lock_waiter(url: str, statement: str = "") -> None:
                 await anyio.sleep(0.02)
 
 
-def node_on(home: Path, repo: Path, url: str, port: int | None = None) -> Any:
+Node = AbstractContextManager[tuple[Served, subprocess.Popen[bytes]]]
+
+
+def node_on(home: Path, repo: Path, url: str, port: int | None = None) -> Node:
+    """A team server (`--accounts`) on the database."""
     return start_http(home, repo, accounts=True, port=port, THREADLOOM_STORE_URL=url)
 
 
-def plain_node(home: Path, repo: Path, url: str, port: int | None = None) -> Any:
+def plain_node(home: Path, repo: Path, url: str, port: int | None = None) -> Node:
     """One person's `serve --http` node on the database (tests/test_multinode.py's)."""
     return start_http(home, repo, port=port, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana")
 
