@@ -272,7 +272,7 @@ class Settings(BaseSettings):
 # Set by threadloom itself in a spawned child's environment for the agent to read (its task id): not a setting.
 CHILD_KEYS = frozenset({"THREADLOOM_TASK"})
 # Read only by `serve --remote` (server/remote_auth.py), which must not need a home's settings to start.
-REMOTE_KEYS = frozenset({"THREADLOOM_REMOTE_TOKEN", "THREADLOOM_REMOTE_PROJECT"})
+REMOTE_KEYS = frozenset({"THREADLOOM_REMOTE_TOKEN", "THREADLOOM_REMOTE_PROJECT", "THREADLOOM_REMOTE_TIMEOUT"})
 
 
 def known_env_keys() -> frozenset[str]:

@@ -4,13 +4,17 @@ instead of writing twice.
 A call's key is claimed inside the first write transaction the call makes (by `record_event`, which
 every write path calls), so the claim and the write commit together: a crash between the write and
 the reply leaves the claim, and the retry learns the write happened. A second call racing with the
-same key fails its own transaction, writing nothing.
+same key fails its own transaction, writing nothing. A call that must write something else first (a
+thread reopened before its note) does that `unclaimed()`, so the key commits with the write the call is
+for: a crash between them leaves the key free, and the retry writes it.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from collections.abc import Iterator
+from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -37,6 +41,16 @@ class Request:
 
 
 CURRENT: ContextVar[Request | None] = ContextVar("threadloom_request", default=None)
+
+
+@contextmanager
+def unclaimed() -> Iterator[None]:
+    """Writes made meanwhile do not claim the current call's key (a retry may safely make them again)."""
+    token = CURRENT.set(None)
+    try:
+        yield
+    finally:
+        CURRENT.reset(token)
 
 
 def claim(w: Writer) -> None:

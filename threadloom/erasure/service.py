@@ -24,7 +24,7 @@ from typing import Any, Final
 from threadloom.erasure.learning import TOUCHED, LearningFiles, Planned
 from threadloom.errors import InvalidInput
 from threadloom.store import erasure
-from threadloom.store.base import Store
+from threadloom.store.base import Store, Writer
 from threadloom.store.erasure import KINDS, Selector
 from threadloom.store.sqlite import SqliteStore
 from threadloom.usermodel.egress import allows, withheld_line
@@ -109,7 +109,7 @@ class Eraser:
                 "total": total,
                 "next": "nothing matched" if total == 0 else "run again with dry_run false (CLI: --yes) to erase",
             } | ({"withheld": withheld} if withheld else {})
-        erased = self._store.write(partial(erasure.erase, kinds=chosen, owner=owner, sel=sel, plan=plan))
+        erased = self._store.write(partial(_erase, kinds=chosen, owner=owner, sel=sel, plan=plan))
         result: dict[str, Any] = {"dry_run": False, "erased": erased}
         if planned is not None and self._learning is not None:
             result["learning_files"] = self._learning.apply(owner, planned, sel)
@@ -121,12 +121,14 @@ class Eraser:
             result["compaction"] = erasure.compact(self._database)
         elif self._database is not None:  # a VACUUM rewrites the whole file and holds every writer meanwhile
             result["compaction_skipped"] = "nothing was erased, so the file was not rewritten"
-        elif self._store.dialect == "postgresql" and touched:
+        elif self._store.dialect == "postgresql":  # and what an earlier erasure left unvacuumed (killed, say)
             from threadloom.store.postgres import PostgresStore
-            from threadloom.store.postgres_vacuum import KEPT, vacuum
+            from threadloom.store.postgres_vacuum import KEPT, pending, vacuum
 
             assert isinstance(self._store, PostgresStore)
-            result["compaction"] = vacuum(self._store, touched) | {"kept_by_postgresql": KEPT}
+            tables = sorted(set(touched) | set(pending(self._store)))
+            if tables:
+                result["compaction"] = vacuum(self._store, tables) | {"kept_by_postgresql": KEPT}
         note = PG_BACKUPS_NOTE if self._store.dialect == "postgresql" else BACKUPS_NOTE
         result["backups"] = {"note": note, "beside_store": self._kept_copies()}
         return result
@@ -135,6 +137,16 @@ class Eraser:
         if self._database is None:
             return []
         return sorted(str(p) for p in self._database.parent.glob(f"{self._database.name}.pre-restore-*"))
+
+
+def _erase(w: Writer, **how: Any) -> dict[str, Any]:
+    """The erasure's transaction; on PostgreSQL it also marks the tables it changed for VACUUM."""
+    erased = erasure.erase(w, **how)
+    if w.dialect == "postgresql":
+        from threadloom.store.postgres_vacuum import mark_pending
+
+        mark_pending(w, erased.get(erasure.TOUCHED, []))
+    return erased
 
 
 def _learning_preview(found: dict[str, Any], planned: Planned, files: dict[str, int]) -> None:

@@ -8,6 +8,7 @@ transaction, never while holding the writer.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from contextlib import suppress
 from dataclasses import dataclass, replace
 from typing import Any
@@ -31,7 +32,6 @@ from threadloom.memory.model import (
     content_digest,
     memory_document,
     new_memory_id,
-    seen_by_all_who_see,
 )
 from threadloom.memory.similarity import SimilarityFinder
 from threadloom.scrub import SCRUB, Scrubber
@@ -40,6 +40,15 @@ from threadloom.search.model import Filters, MemoryScope, Viewer
 from threadloom.sessions import record_event
 from threadloom.store import document_vectors, documents, memories, roles
 from threadloom.store.base import Reader, Store, Writer
+
+
+@dataclass(frozen=True)
+class PreparedStore:
+    """A store's transaction, its checks and similarity work done (MemoryService.prepare)."""
+
+    write: Callable[[Writer], Stored]
+    embedded: bool  # the memory's vector was made before the transaction
+    now: int
 
 
 @dataclass(frozen=True)
@@ -76,6 +85,23 @@ class MemoryService:
     ) -> Stored:
         """Store a memory (its text scrubbed) with its explicit edges; an exact duplicate or a replayed idempotency
         key returns the one there. `not_linked_to`: never auto-linked (an amend's predecessor gets supersedes)."""
+        prepared = self.prepare(new, prov, core_key, core_priority, not_linked_to)
+        if isinstance(prepared, Stored):
+            return prepared
+        stored = self._store.write(prepared.write)
+        self.embed_after(prepared, stored)
+        return stored
+
+    def prepare(
+        self,
+        new: NewMemory,
+        prov: Provenance,
+        core_key: str | None = None,
+        core_priority: int = 50,
+        not_linked_to: tuple[str, ...] = (),
+    ) -> Stored | PreparedStore:
+        """A store's work before its transaction (checks, the model, similar memories): the memory already there,
+        or the transaction to run, alone (`store`) or inside another write (an amend: memory/amend.py)."""
         new, viewer = self.scrubber.fields(new, "content", "summary", "category", "entities"), prov.viewer()
         if core_key is not None:
             check_core_key(core_key)
@@ -148,11 +174,13 @@ class MemoryService:
             record_event(w, prov, "memory.stored", {"id": memory_id, "edges": len(edges), "auto_links": len(autos)})
             return Stored(memory, True, edges=tuple(edges), auto_links=tuple(autos), possible_conflicts=conflicts)
 
-        stored = self._store.write(tx)
-        if stored.created and vector is not None:  # one that follows another in its session: embedded after it
+        return PreparedStore(tx, vector is not None, now)
+
+    def embed_after(self, prepared: PreparedStore, stored: Stored) -> None:
+        """After the commit: a memory that follows another in its session is embedded after it."""
+        if stored.created and prepared.embedded:
             with suppress(StoreBusy, StoreFull):  # stored all the same: the background job embeds it then
-                self._engine.embed_pending(changed_since=now)
-        return stored
+                self._engine.embed_pending(changed_since=prepared.now)
 
     def _earlier(self, r: Reader, new: NewMemory, prov: Provenance, digest: str) -> Stored | None:
         """What this user already stored under the same idempotency key or with the same content (another
@@ -210,71 +238,11 @@ class MemoryService:
         by: str | None = None,
         reason: str | None = None,
     ) -> dict[str, Any]:
-        """Correct a memory: a new one (from `content`, or the existing `by`) supersedes it. The old one
-        stays for audit, its validity closing where the new one's begins."""
-        check_id(memory_id)
-        if (content is None) == (by is None):
-            raise InvalidInput("give either content (a new memory) or by (an existing memory that replaces it)")
-        if reason is not None and len(reason) > 1_000:
-            raise InvalidInput("a reason is at most 1,000 characters")
-        old, reason = self.owned(memory_id, prov, "amend"), self.scrubber.optional(reason)
-        if old.superseded_by:
-            raise InvalidInput(f"{memory_id} was already superseded by {old.superseded_by}; amend that one instead")
-        if by is not None:
-            check_id(by)
-            if by == memory_id:
-                raise InvalidInput("a memory cannot supersede itself")
-            replacement = self.get(by, prov)
-            if not seen_by_all_who_see(replacement, old):
-                raise InvalidInput(f"whoever sees {memory_id} must see its correction: promote {by} first")
-        else:
-            assert content is not None
-            new = NewMemory(
-                content=content,
-                category=old.category,
-                kind=old.kind,
-                entities=old.entities,
-                visibility=old.visibility,  # type: ignore[arg-type]
-                pinned=old.pinned,
-            )
-            stored = self.store(new, replace(prov, project=old.project), not_linked_to=(memory_id,))
-            replacement = stored.memory
-            if replacement.id == memory_id:
-                raise InvalidInput("the new content is the same as the memory's: nothing to amend")
-        now = now_ms()
+        """Correct a memory: a new one (from `content`, or the existing `by`) supersedes it, in one transaction
+        (memory/amend.py). The old one stays for audit, its validity closing where the new one's begins."""
+        from threadloom.memory.amend import amend
 
-        def tx(w: Writer) -> dict[str, Any]:
-            if memories.reaches(w, memory_id, replacement.id, ("supersedes",)):
-                raise InvalidInput(f"{memory_id} already supersedes {replacement.id}: that would make a cycle")
-            current = memories.get(w, memory_id)
-            if current is None or current.superseded_by:
-                raise InvalidInput(f"{memory_id} changed meanwhile; look it up again")
-            roles.require_write_of(w, prov.user, (current,), "amend")
-            edge = Edge(replacement.id, memory_id, "supersedes", 1.0, "explicit", now, reason)
-            if not memories.has_edge(w, edge.source, edge.target, edge.type):
-                memories.insert_edge(w, edge, prov.session_id)
-            changes: dict[str, Any] = {
-                "superseded_by": replacement.id,
-                "valid_to": max(replacement.valid_from, old.valid_from),
-            }
-            if old.core_key is not None:  # the core slot moves to the correction, which must be theirs too
-                if replacement.owner != prov.user:
-                    raise InvalidInput(f"{memory_id} is core memory: only a memory of yours may replace it")
-                changes |= {"core_key": None, "core_priority": None}
-                memories.update(w, memory_id, **changes)
-                memories.update(w, replacement.id, core_key=old.core_key, core_priority=old.core_priority, pinned=1)
-            else:
-                memories.update(w, memory_id, **changes)
-            for mid in (memory_id, replacement.id):
-                m = self._rescore(w, mid, now)
-                documents.upsert(w, memory_document(m), now)
-            record_event(w, prov, "memory.amended", {"old": memory_id, "new": replacement.id, "reason": reason})
-            updated_old = memories.get(w, memory_id)
-            updated_new = memories.get(w, replacement.id)
-            assert updated_old is not None and updated_new is not None
-            return {"old": updated_old.as_dict(), "new": updated_new.as_dict(), "edge": edge.as_dict()}
-
-        return self._store.write(tx)
+        return amend(self, self._store, memory_id, prov, content, by, reason)
 
     def link(self, source: str, target: str, edge_type: str, prov: Provenance, reason: str | None = None) -> Edge:
         """An explicit typed edge between two stored memories: source --type--> target."""

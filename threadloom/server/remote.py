@@ -20,6 +20,7 @@ from typing import Any, Final, TypeVar
 import anyio
 import anyio.abc
 import anyio.to_thread
+import httpx2
 import mcp_types as types
 from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
@@ -31,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from threadloom import __version__
 from threadloom.errors import ThreadloomError
-from threadloom.server.remote_auth import local_env, preflight, remote_headers
+from threadloom.server.remote_auth import local_env, preflight, remote_headers, remote_timeout
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -56,9 +57,10 @@ class RemoteSession:
     knows the old session id, so any failed request drops the session too: the next call opens a new one.
     """
 
-    def __init__(self, url: str, headers: dict[str, str], tasks: anyio.abc.TaskGroup) -> None:
+    def __init__(self, url: str, headers: dict[str, str], tasks: anyio.abc.TaskGroup, timeout: float) -> None:
         self._url = url
         self._headers = headers
+        self._timeout = timeout  # seconds without a byte from the server (remote_auth.remote_timeout)
         self._tasks = tasks
         self._lock = anyio.Lock()
         self._client: Client | None = None
@@ -69,8 +71,9 @@ class RemoteSession:
             if self._client is None:
                 try:
                     await self._tasks.start(self._hold)
-                except Exception as exc:  # the SDK shows a refused initialize as a bare "error response"
-                    await anyio.to_thread.run_sync(preflight, self._url, self._headers, 10)  # raises its words
+                except Exception as exc:  # the SDK shows a refused initialize as a bare "error response": the
+                    # preflight raises the server's words
+                    await anyio.to_thread.run_sync(preflight, self._url, self._headers, min(10, self._timeout))
                     raise exc
             assert self._client is not None
             return self._client
@@ -85,7 +88,7 @@ class RemoteSession:
         opened = False
         try:
             async with (
-                create_mcp_http_client(headers=self._headers) as http,
+                create_mcp_http_client(headers=self._headers, timeout=httpx2.Timeout(30, read=self._timeout)) as http,
                 Client(streamable_http_client(self._url, http_client=http), mode="legacy") as client,
             ):
                 self._client, opened = client, True
@@ -183,14 +186,14 @@ def _words(exc: BaseException) -> str:
     return str(exc) or type(exc).__name__
 
 
-async def _serve(url: str, headers: dict[str, str]) -> None:
+async def _serve(url: str, headers: dict[str, str], timeout: float) -> None:
     local_params = StdioServerParameters(
         command=sys.executable, args=["-m", "threadloom", "serve"], env=local_env(os.environ), cwd=os.getcwd()
     )
     async with AsyncExitStack() as stack:
         tasks = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tasks.cancel_scope.cancel)  # the remote session's task ends with the bridge
-        remote = RemoteSession(url, headers, tasks)
+        remote = RemoteSession(url, headers, tasks, timeout)
         instructions = (await remote.client()).instructions
         local = await stack.enter_async_context(Client(local_params, mode="legacy"))
         proxy = Proxy(url, remote, local)
@@ -214,9 +217,10 @@ def serve_remote(url: str) -> int:
     """Relay an agent's stdio to the team server at `url` and the local threadloom; 2 on a refusal."""
     try:
         headers = remote_headers(url, os.environ, os.getcwd())
-        preflight(url, headers)
+        timeout = remote_timeout(os.environ)
+        preflight(url, headers, min(30, timeout))
     except ThreadloomError as exc:
         print(f"threadloom: {exc.message}", file=sys.stderr)
         return 2
-    anyio.run(_serve, url, headers)
+    anyio.run(_serve, url, headers, timeout)
     return 0

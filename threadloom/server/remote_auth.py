@@ -20,6 +20,12 @@ from threadloom.identity import detect_vendor, project_root
 
 TOKEN_ENV = "THREADLOOM_REMOTE_TOKEN"
 PROJECT_ENV = "THREADLOOM_REMOTE_PROJECT"
+TIMEOUT_ENV = "THREADLOOM_REMOTE_TIMEOUT"
+# The longest the bridge waits on the team server without a byte from it. A live server's event stream sends a
+# ping every 15 s (sse-starlette's default) while a call runs, a 600 s `signal_inbox` wait included; the SDK's own
+# default (300 s) let a server that accepts connections and never answers hold every call five minutes, and the
+# session's reopening five more.
+DEFAULT_TIMEOUT_S = 60.0
 KEYRING_SERVICE = "threadloom"
 _NOT_A_NAME = re.compile(r"[^A-Za-z0-9._-]+")
 INIT = {
@@ -48,6 +54,20 @@ def remote_token(url: str, env: Mapping[str, str]) -> str:
         return str(stored).strip()
     where = f" or the OS keyring (service {KEYRING_SERVICE!r}, user {url!r})" if installed else ""
     raise ConfigError(f"no token for {url}: set {TOKEN_ENV}{where} (threadloom admin token create on the server)")
+
+
+def remote_timeout(env: Mapping[str, str]) -> float:
+    """THREADLOOM_REMOTE_TIMEOUT: seconds, more than the team server's 15 s between pings (16 to 3600)."""
+    given = env.get(TIMEOUT_ENV, "").strip()
+    if not given:
+        return DEFAULT_TIMEOUT_S
+    try:
+        seconds = float(given)
+    except ValueError:
+        seconds = 0.0
+    if not 16 <= seconds <= 3600:
+        raise ConfigError(f"{TIMEOUT_ENV} is seconds from 16 to 3600 (the server pings every 15 s), not {given!r}")
+    return seconds
 
 
 def remote_project(env: Mapping[str, str], cwd: str) -> str:

@@ -30,7 +30,9 @@ from typing import Any, Final
 import psycopg
 from psycopg import sql
 
+from threadloom.clock import now_ms
 from threadloom.errors import StoreBusy, StoreError
+from threadloom.store.base import Writer
 from threadloom.store.postgres import PostgresStore
 
 KEPT: Final = (
@@ -44,6 +46,24 @@ _DEAD = re.compile(r"(\d+) removed, \d+ remain, (\d+) are dead but not yet remov
 _FULL_REMOVED = re.compile(r"found (\d+) removable, \d+ nonremovable row versions")
 _FULL_KEPT = re.compile(r"(\d+) dead row versions cannot be removed yet")
 FULL_LOCK_TIMEOUT_MS: Final = 10_000
+# A table an erasure changed, until a VACUUM of it has removed every dead row: a job cursor (its position the
+# erasure's time) written in the erasure's own transaction, so a forget killed (or failed, or held by an older
+# snapshot) before its VACUUM leaves it, and the next forget vacuums the table even when it erases nothing.
+PENDING: Final = "vacuum.pending:"
+
+
+def mark_pending(w: Writer, tables: Sequence[str]) -> None:
+    for name in tables:
+        w.execute(
+            "INSERT INTO job_cursors (name, position) VALUES (:n, :p) ON CONFLICT (name) DO UPDATE SET position = :p",
+            {"n": PENDING + name, "p": now_ms()},
+        )
+
+
+def pending(store: PostgresStore) -> dict[str, int]:
+    """The tables an erasure changed that no VACUUM has cleaned since: table -> its mark's position."""
+    rows = store.read(lambda r: r.tuples("SELECT name, position FROM job_cursors WHERE name LIKE 'vacuum.pending:%'"))
+    return {str(name).removeprefix(PENDING): int(position) for name, position in rows}
 
 
 def _bytes(conn: psycopg.Connection[Any], tables: Sequence[str]) -> int:
@@ -72,6 +92,7 @@ def vacuum(
     once more after `retry_after_s` (an autovacuum ANALYZE holds an older snapshot for a moment). `full`:
     VACUUM FULL (the module's docstring), never repeated."""
     names = list(tables) if tables is not None else all_tables(store)
+    marks = {name: position for name, position in pending(store).items() if name in names}
     started = time.monotonic()
     notices: list[str] = []
     command = "VACUUM (FULL, VERBOSE, ANALYZE) {}" if full else "VACUUM (VERBOSE, ANALYZE) {}"
@@ -137,6 +158,10 @@ def vacuum(
     if skipped:
         report["skipped"] = skipped
         report["reason"] = "this role may not vacuum the tables in `skipped`: vacuum them as their owner"
+    cleaned = [(PENDING + name, marks[name]) for name in marks if not held.get(name) and not skipped]
+    if cleaned:  # the same mark only: an erasure since has marked the table again
+        store.write(lambda w: w.execute_many("DELETE FROM job_cursors WHERE name = :n AND position = :p",
+                                             [{"n": n, "p": p} for n, p in cleaned]))  # fmt: skip
     if held:
         report["kept_in"] = held
         report["reason"] = (

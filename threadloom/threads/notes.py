@@ -7,6 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from threadloom import requests
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput
 from threadloom.identity import Provenance
@@ -51,8 +52,9 @@ class NoteService:
         thread = self._threads.thread(prov, thread_id)
         reopened = thread.status != "active"
         if reopened:
-            try:
-                self._threads.set_status(prov, "active", thread_id=thread.id)
+            try:  # the call's idempotency key goes with the note, not this: killed between, a retry adds it
+                with requests.unclaimed():
+                    self._threads.set_status(prov, "active", thread_id=thread.id)
             except InvalidInput:  # a teammate's thread in a team project: the note still counts
                 reopened = False
         note = self._add(prov, text, kind, thread.id)

@@ -1,0 +1,215 @@
+"""Team nodes, their PostgreSQL store and `serve --remote` as a crashing machine, tried from outside (issue 21).
+
+Real processes: `serve --http` nodes (team servers, and one person's for the thread tools) on a scratch database
+of the test cluster, killed -9 in the middle of a call (held there by a lock the test takes in the database)
+and started again on the same port; a team server stopped (SIGSTOP) under a laptop's bridge.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
+from pathlib import Path
+
+import anyio
+import psycopg
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+
+from tests.backend_home import _URLS
+from tests.helpers import structured
+from tests.http_server import Served, client, git_repo, start_http
+from tests.team_server import Team, call, make_team, team_client
+from tests.test_multinode import TOKEN, session
+from tests.test_remote import remote
+
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
+
+
+@pytest.fixture
+def team_home(home: Path, postgres_url: str) -> Iterator[Path]:
+    """A home whose store is the test's PostgreSQL database, with the team's accounts in it."""
+    _URLS[home] = postgres_url
+    try:
+        yield home
+    finally:
+        _URLS.pop(home, None)
+
+
+async def lock_waiter(url: str, statement: str = "") -> None:
+    """Until one of the database's backends waits for a lock (a node's write, blocked by the test's own), running
+    a statement that starts with `statement`."""
+    query = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+        "AND query LIKE %s"
+    )
+    with psycopg.connect(url, autocommit=True) as admin:
+        with anyio.fail_after(60):
+            while not (admin.execute(query, (statement + "%",)).fetchone() or (0,))[0]:
+                await anyio.sleep(0.02)
+
+
+Node = AbstractContextManager[tuple[Served, subprocess.Popen[bytes]]]
+
+
+def node_on(home: Path, repo: Path, url: str, port: int | None = None) -> Node:
+    """A team server (`--accounts`) on the database."""
+    return start_http(home, repo, accounts=True, port=port, THREADLOOM_STORE_URL=url)
+
+
+def plain_node(home: Path, repo: Path, url: str, port: int | None = None) -> Node:
+    """One person's `serve --http` node on the database (tests/test_multinode.py's)."""
+    return start_http(home, repo, port=port, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana")
+
+
+def current(url: str) -> list[tuple[str, str, str | None]]:
+    with psycopg.connect(url) as conn:
+        return [(str(a), str(b), c) for a, b, c in conn.execute("SELECT id, content, superseded_by FROM memories")]
+
+
+async def test_a_node_killed_during_an_amend_leaves_it_undone_and_its_retry_finishes_it(
+    team_home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """An amend stored its correction in one transaction and marked the old memory superseded in a second: killed
+    between them, the node left both current, and the call's idempotency key (claimed by the first) made every
+    retry answer "replayed" without superseding anything. Now it is one transaction."""
+    tokens = make_team(team_home)
+    repo = git_repo(tmp_path / "repo")
+    amend = {"content": "the deploy script lives in scripts/deploy.py", "idempotency_key": "amend-1"}
+    with node_on(team_home, repo, postgres_url) as (served, node):
+        team = Team(served.port, team_home, served.log, tokens)
+        async with team_client(team, "alice", "shop") as c:
+            old = (await call(c, "memory_store", {"content": "the deploy script lives in bin/deploy.sh"}))["id"]
+            with psycopg.connect(postgres_url) as blocker:  # holds the old memory's row: the amend waits on it
+                blocker.execute("SELECT id FROM memories WHERE id = %s FOR UPDATE", (old,))
+                async with anyio.create_task_group() as tg:
+
+                    async def amending() -> None:
+                        with pytest.raises(MCPError):  # the node dies: the stream ends with no answer
+                            await c.call_tool("memory_amend", {"memory_id": old, **amend})
+
+                    tg.start_soon(amending)
+                    await lock_waiter(postgres_url)
+                    os.kill(node.pid, signal.SIGKILL)
+                    node.wait()
+                blocker.rollback()
+    # Nothing of the unanswered call: the old memory current, no correction stored beside it.
+    assert current(postgres_url) == [(old, "the deploy script lives in bin/deploy.sh", None)]
+    with node_on(team_home, repo, postgres_url, port=served.port):
+        async with team_client(team, "alice", "shop") as c:
+            again = await call(c, "memory_amend", {"memory_id": old, **amend})
+            assert "replayed" not in again, again
+            found = await call(c, "memory_recall", {"query": "deploy script", "read_only": True})
+    new = again["new"]["id"]
+    assert sorted(current(postgres_url)) == sorted(
+        [(old, "the deploy script lives in bin/deploy.sh", new), (new, amend["content"], None)]
+    )
+    assert found["memories"][0]["id"] == new
+
+
+async def test_the_bridge_answers_retryable_when_the_team_server_accepts_connections_but_never_answers(
+    home: Path, tmp_path: Path, laptop: Path
+) -> None:
+    """A team server stopped (SIGSTOP: the kernel still accepts its connections, nothing answers), as a network
+    that takes TCP and drops the rest would: the bridge waited the SDK's 300 s read timeout for each call, and
+    as long again to open a new session at the next. Now it gives up after THREADLOOM_REMOTE_TIMEOUT seconds
+    without a byte (the server pings every 15 s while a call runs), retryable, and serves once it answers."""
+    tokens = make_team(home)
+    repo = git_repo(tmp_path / "shop")
+    env = {"THREADLOOM_REMOTE_TOKEN": tokens["bob"], "THREADLOOM_USER": "bob", "THREADLOOM_REMOTE_TIMEOUT": "16"}
+    with start_http(home, tmp_path, accounts=True) as (served, server):
+        async with Client(remote(laptop, repo, served.url, **env), mode="legacy") as c:
+            await call(c, "memory_store", {"content": "stored before the stop"})
+            server.send_signal(signal.SIGSTOP)
+            try:
+                answers = []
+                for n in range(2):  # the call on the session it had, then one opening a new session
+                    with anyio.fail_after(120):  # the SDK's default would be 300 s, and 310 s for the second
+                        result = await c.call_tool("memory_store", {"content": f"sent while stopped {n}"})
+                    answers.append(dict(result.structured_content or {}) | {"is_error": result.is_error})
+                await call(c, "thread_project", {"action": "create", "title": "Shop"})  # the local side serves
+            finally:
+                server.send_signal(signal.SIGCONT)
+            await call(c, "memory_store", {"content": "stored after it answers again"})
+            found = await call(c, "memory_recall", {"query": "stored", "read_only": True})
+    for answer in answers:
+        assert answer["is_error"] and answer["retryable"] is True, answer
+    contents = sorted(m["content"] for m in found["memories"])
+    assert contents == ["stored after it answers again", "stored before the stop"]
+
+
+async def test_a_forget_killed_before_its_vacuum_is_vacuumed_by_the_next(
+    team_home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """forget erases in one transaction, then VACUUMs the tables it changed (the erased rows' old versions stay
+    in their pages and indexes until then). Killed in between, the node's retry erased nothing and so vacuumed
+    nothing, whatever its error said ("the rows are erased, run again"). Now the erasure marks its tables in its
+    own transaction, and the next forget vacuums them."""
+    tokens = make_team(team_home)
+    repo = git_repo(tmp_path / "repo")
+    forget = {"text": "zebra", "kinds": ["memories"], "dry_run": False}
+    full = {"X-Threadloom-Toolset": "full"}
+    with node_on(team_home, repo, postgres_url) as (served, node):
+        team = Team(served.port, team_home, served.log, tokens)
+        async with team_client(team, "alice", "shop", **full) as c:
+            for n in range(5):
+                await call(c, "memory_store", {"content": f"the launch codeword is zebra-{n}"})
+            with psycopg.connect(postgres_url) as blocker:  # VACUUM waits for this lock; deletes do not
+                blocker.execute("LOCK TABLE memories IN SHARE UPDATE EXCLUSIVE MODE")
+                async with anyio.create_task_group() as tg:
+
+                    async def forgetting() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("forget", forget)
+
+                    tg.start_soon(forgetting)
+                    await lock_waiter(postgres_url, "VACUUM")
+                    os.kill(node.pid, signal.SIGKILL)
+                    node.wait()
+                blocker.rollback()
+    assert not [row for row in current(postgres_url) if "zebra" in row[1]]  # erased, committed, not vacuumed
+    with node_on(team_home, repo, postgres_url, port=served.port):
+        async with team_client(team, "alice", "shop", **full) as c:
+            again = await call(c, "forget", forget)
+    assert again["erased"]["memories"] == 0
+    assert "memories" in again["compaction"]["vacuumed"] and again["compaction"]["dead_rows_removed"] >= 5, again
+
+
+async def test_a_node_killed_after_reopening_a_thread_but_before_its_note_keeps_the_note_for_the_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """A note on an idle thread reopens it (a write of its own) and then adds the note (another). The reopening
+    claimed the call's idempotency key: a node killed between them left the thread reopened and no note, and the
+    retry with the same key was answered "replayed" (the first call "wrote"), so the note was never written. Now
+    the key goes with the note's own transaction. A plain `serve --http` node: a team server has no thread tools."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("noter", repo)
+    note = {"text": "the flaky test is the clock, not the network", "idempotency_key": "note-1"}
+    with plain_node(home, repo, postgres_url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
+            made = structured(await c.call_tool("thread_create", {"title": "Flaky test"}))
+            assert not (await c.call_tool("thread_status", {"status": "idle", "thread_id": made["id"]})).is_error
+            with psycopg.connect(postgres_url) as blocker:  # the note's INSERT waits; the reopening does not
+                blocker.execute("LOCK TABLE thread_notes IN SHARE MODE")
+                async with anyio.create_task_group() as tg:
+
+                    async def noting() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("thread_note", {**note, "thread_id": made["id"]})
+
+                    tg.start_soon(noting)
+                    await lock_waiter(postgres_url, "INSERT INTO thread_notes")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.rollback()
+    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("thread_note", {**note, "thread_id": made["id"]}))
+    assert "replayed" not in again, again
+    with psycopg.connect(postgres_url) as conn:
+        assert [row[0] for row in conn.execute("SELECT text FROM thread_notes")] == [note["text"]]
