@@ -101,6 +101,9 @@ class Settings(BaseSettings):
     http_max_connections: int = Field(
         1024, ge=8, le=65536, description="Connections `serve --http` holds at once (fewer if open files are short)."
     )
+    http_account_sessions: int = Field(
+        256, ge=1, le=10000, description="MCP sessions one account may hold open at once on a team server node."
+    )
     embedder: Literal["auto", "local", "openai", "none"] = Field(
         "auto", description="Vector embedder: the bundled local model when installed (auto), local, openai or none."
     )

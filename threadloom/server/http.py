@@ -36,6 +36,7 @@ from threadloom.server.http_gates import BearerTokenGate, BodyLimitGate, ClientH
 from threadloom.server.http_guard import Limits, bound_logs
 from threadloom.server.http_oauth import JwtVerifier, OAuthConfig
 from threadloom.server.http_roots import HttpConnectionState, RootPolicy
+from threadloom.server.http_sessions import SESSION_IDLE_S
 from threadloom.server.http_token import stored_token
 from threadloom.server.transport import check_session_settings
 
@@ -88,6 +89,7 @@ def http_app(
     # The SDK's own Host/Origin check knows no wildcard bind, so OriginGate does that job for every bind.
     app: ASGIApp = server.streamable_http_app(
         streamable_http_path=MCP_PATH,
+        session_idle_timeout=SESSION_IDLE_S,
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         host=host,
     )
@@ -95,7 +97,7 @@ def http_app(
     app = BodyLimitGate(ClientHeaderGate(app, roots, os.getcwd(), check, accounts=auth is not None))
     app = OriginGate(app, host, settings.allowed_origins())
     if auth is not None:  # accounts: each request's own token says who (http_auth.py)
-        return AccountGate(app, auth.accounts, auth.oauth)
+        return AccountGate(app, auth.accounts, auth.oauth, sessions_per_account=settings.http_account_sessions)
     return app if token is None else BearerTokenGate(app, token)
 
 

@@ -46,11 +46,13 @@ TEAM_EXCLUDED_GROUPS: Final = frozenset({"threads", "threads_admin", "agents"})
 class AccountGate:
     """Authenticates and authorises every HTTP request before anything else sees it."""
 
-    def __init__(self, app: ASGIApp, accounts: Accounts, oauth: JwtVerifier | None) -> None:
+    def __init__(
+        self, app: ASGIApp, accounts: Accounts, oauth: JwtVerifier | None, *, sessions_per_account: int
+    ) -> None:
         self.app = app
         self._accounts = accounts
         self._oauth = oauth
-        self._sessions = SessionOwners()
+        self._sessions = SessionOwners(sessions_per_account)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":

@@ -9,6 +9,7 @@ words instead of a broken session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import urllib.error
@@ -102,18 +103,23 @@ def preflight(url: str, headers: Mapping[str, str], timeout: float = 30) -> None
         method="POST",
     )
     try:
-        with urllib.request.urlopen(request, timeout=timeout):  # the session it opens idles out on the server
-            return
+        with urllib.request.urlopen(request, timeout=timeout) as answered:
+            opened = answered.headers.get("Mcp-Session-Id")
     except urllib.error.HTTPError as exc:
         try:
             error = json.loads(exc.read(65536)).get("error")  # a team server's: a JSON-RPC error object
             said = str((error.get("message") if isinstance(error, dict) else error) or exc.reason)
         except (ValueError, AttributeError):
             said = str(exc.reason)
-        refused = Unreachable if exc.code >= 500 else ConfigError  # a 503: the server's store is down, say
+        # a 503: the server's store is down, say; a 429: this account's sessions are all taken for now
+        refused = Unreachable if exc.code >= 500 or exc.code == 429 else ConfigError
         raise refused(f"the team server at {url} refused this bridge ({exc.code}): {said}") from None
     except (OSError, ValueError) as exc:
         raise Unreachable(f"cannot reach the team server at {url}: {exc}") from None
+    if opened:  # it counts against the account's sessions until it ends: end it now
+        ending = urllib.request.Request(url, headers={**headers, "Mcp-Session-Id": opened}, method="DELETE")
+        with contextlib.suppress(OSError, ValueError), urllib.request.urlopen(ending, timeout=timeout):
+            pass
 
 
 class Unreachable(ConfigError):
