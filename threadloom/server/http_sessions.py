@@ -43,12 +43,17 @@ class SessionOwners:
         self._touch(session_id, owner[0])
         while len(self._owners) > self._limit:
             gone, (user, _) = self._owners.popitem(last=False)
-            self._live.get(user, {}).pop(gone, None)
+            self._end(gone, user)
 
     def _touch(self, session_id: str, user: str) -> None:
         seen = self._live.setdefault(user, OrderedDict())
         seen[session_id] = time.monotonic()
         seen.move_to_end(session_id)
+
+    def _end(self, session_id: str, user: str) -> None:
+        seen = self._live.get(user)
+        if seen is not None:
+            seen.pop(session_id, None)
 
     def _open_sessions(self, user: str) -> int:
         seen = self._live.get(user)
@@ -128,7 +133,7 @@ class SessionOwners:
             if message["type"] == "http.response.start" and message["status"] < 300:
                 owner = self._owners.pop(session_id, None)
                 if owner is not None:
-                    self._live.get(owner[0], {}).pop(session_id, None)
+                    self._end(session_id, owner[0])
             await send(message)
 
         return forgotten
