@@ -1,0 +1,90 @@
+"""A second user of a team server, from outside: what the isolation matrix (tests/test_isolation_team.py) leaves
+out (issue 21). Real `serve --http --accounts` over each backend (tests/backend_home.py), real MCP clients with
+each user's own token.
+
+dave is a `reader` of acme: `memory_link` refused him a link to alice's project memory, but `memory_store` with
+`related`, the automatic links a stored memory gets to similar ones, and `memory_amend` with `by` (whose
+supersedes edge starts at the shared memory) all made one. bob, a `member`, may do each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from tests.backend_home import home, open_home_store
+from tests.team_server import call, make_team, team_client, team_server
+
+__all__ = ["home"]
+pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(600)]
+ENV = {"THREADLOOM_MAINTENANCE_INTERVAL": "0", "THREADLOOM_TOOLSET": "full"}
+FACT = "the payment gateway retries failed charges three times with exponential backoff"
+
+
+def add_reader(home: Path, user: str, org: str) -> str:
+    """A new account, a reader of `org` (the accounts service on the home's store, as make_team): its token."""
+    from threadloom.accounts.service import Accounts
+
+    store = open_home_store(home)
+    try:
+        accounts = Accounts(store)
+        accounts.add_user(user)
+        accounts.set_member(org, user, "reader")
+        return accounts.create_token(user, "test").secret
+    finally:
+        store.close()
+
+
+def linkers(home: Path, memory_id: str) -> list[str]:
+    """The owners of the memories at the other end of each edge of `memory_id`, read from the store."""
+    other = "CASE WHEN e.source = :m THEN e.target ELSE e.source END"
+    sql = f"SELECT m.owner FROM memory_edges e JOIN memories m ON m.id = {other} WHERE :m IN (e.source, e.target)"
+    store = open_home_store(home)
+    try:
+        return sorted(str(row["owner"]) for row in store.read(lambda r: r.rows(sql, {"m": memory_id})))
+    finally:
+        store.close()
+
+
+async def link_three_ways(client: Client, shared: str, label: str) -> dict[str, Any]:
+    """Each way a memory of the caller's gets an edge to `shared`: the answers, unchecked."""
+    explicit = await client.call_tool(
+        "memory_store", {"content": f"{label} reads it", "related": [{"id": shared, "type": "refines"}]}
+    )
+    similar = await client.call_tool("memory_store", {"content": f"{FACT} and jitter, says {label}"})
+    own = await call(client, "memory_store", {"content": f"{label} thought the gateway never retried"})
+    amended = await client.call_tool("memory_amend", {"memory_id": own["id"], "by": shared})
+    return {"explicit": explicit, "similar": similar, "amended": amended, "own": own["id"]}
+
+
+async def test_a_reader_gets_no_edge_to_a_shared_memory_by_store_or_amend(home: Path, tmp_path: Path) -> None:
+    tokens = make_team(home) | {"dave": add_reader(home, "dave", "acme")}
+    with team_server(home, tmp_path, **ENV) as team:
+        team.tokens = tokens
+        async with (
+            team_client(team, "alice", "shop") as alice,
+            team_client(team, "bob", "shop") as bob,
+            team_client(team, "dave", "shop") as dave,
+        ):
+            shared = (await call(alice, "memory_store", {"content": FACT, "visibility": "project"}))["id"]
+            member = await link_three_ways(bob, shared, "bob")
+            reader = await link_three_ways(dave, shared, "dave")
+            daves = await call(dave, "memory_search", {"query": "", "limit": 50})
+
+    for what in ("explicit", "similar", "amended"):
+        assert not member[what].is_error, (what, member[what].structured_content)
+    assert [e["target"] for e in member["similar"].structured_content["auto_links"]] == [shared]
+
+    refused = "you are a reader of organisation 'acme'"
+    for what in ("explicit", "amended"):
+        answer = reader[what]
+        assert answer.is_error and refused in answer.structured_content["error"], (what, answer.structured_content)
+    assert not reader["similar"].is_error and reader["similar"].structured_content["auto_links"] == []
+    stored = {m["content"]: m for m in daves["memories"]}
+    assert "dave reads it" not in stored  # the refused store wrote nothing
+    assert "dave thought the gateway never retried" in stored  # a search leaves out superseded memories
+
+    assert linkers(home, shared) == ["bob", "bob", "bob"]  # each of bob's ways, none of dave's
