@@ -9,6 +9,7 @@ supersedes edge starts at the shared memory) all made one. bob, a `member`, may 
 
 from __future__ import annotations
 
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -88,3 +89,33 @@ async def test_a_reader_gets_no_edge_to_a_shared_memory_by_store_or_amend(home: 
     assert "dave thought the gateway never retried" in stored  # a search leaves out superseded memories
 
     assert linkers(home, shared) == ["bob", "bob", "bob"]  # each of bob's ways, none of dave's
+
+
+def figures(event: dict[str, Any]) -> dict[str, int]:
+    """An event's numbers as catch_up gives them (its detail is the event's own)."""
+    return {k: v for k, v in event.items() if isinstance(v, int) and not isinstance(v, bool)}
+
+
+async def test_catch_up_shows_no_number_that_another_organisations_work_moves(home: Path, tmp_path: Path) -> None:
+    """carol reads her other session's memory events in three rounds of the same calls; between the second and
+    the third alice (acme) stores 5 memories. Each event's `id` was the store's event counter: its step grew by
+    alice's 10 events (a stored memory and a tool call each)."""
+    tokens = make_team(home)
+    with team_server(home, tmp_path, **ENV) as team:
+        team.tokens = tokens
+        async with (
+            team_client(team, "alice", "shop") as alice,
+            team_client(team, "carol", "garden") as reading,
+            team_client(team, "carol", "garden") as writing,
+        ):
+            await call(reading, "peers", {})  # her reading session starts before the first round
+            rounds = []
+            for n, busy in enumerate((False, False, True)):
+                for i in range(5 if busy else 0):
+                    await call(alice, "memory_store", {"content": f"acme's launch checklist, item {i}"})
+                await call(writing, "memory_store", {"content": f"garden round {n}", "visibility": "project"})
+                events = (await call(reading, "catch_up", {"peek": True}))["events"]
+                assert [e["kind"] for e in events] == ["memory.stored"] * (n + 1), events
+                rounds.append(figures(events[-1]))
+    steps = [{k: later[k] - earlier.get(k, 0) for k in later} for earlier, later in pairwise(rounds)]
+    assert steps[0] == steps[1], rounds

@@ -103,9 +103,11 @@ class PresenceService:
                 {"cursor": cursor, "me": me, "limit": limit} | quiet | session_params | memory_params,
             )
             items = [dict(row) | {"detail": json.loads(row["detail"])} for row in rows]
+            for item in items:  # no event id: it counts every user's events, its steps how busy the others are
+                del item["id"]
             newest = w.scalar("SELECT COALESCE(max(id), 0) FROM events")
             if not peek:
-                last = items[-1]["id"] if len(items) == limit else newest
+                last = rows[-1]["id"] if len(rows) == limit else newest
                 w.execute(
                     "INSERT INTO session_cursors (session_id, event_id) VALUES (:me, :e) "
                     "ON CONFLICT (session_id) DO UPDATE SET event_id = :e",
