@@ -119,3 +119,26 @@ async def test_catch_up_shows_no_number_that_another_organisations_work_moves(ho
                 rounds.append(figures(events[-1]))
     steps = [{k: later[k] - earlier.get(k, 0) for k in later} for earlier, later in pairwise(rounds)]
     assert steps[0] == steps[1], rounds
+
+
+async def test_catch_up_shows_a_peer_no_private_memory_an_amend_corrected_nor_its_reason(
+    home: Path, tmp_path: Path
+) -> None:
+    """alice corrects a private memory with a project one: bob, in her project, read the `memory.amended` event
+    (shown for its new memory) with her private memory's id and her reason."""
+    tokens = make_team(home)
+    with team_server(home, tmp_path, **ENV) as team:
+        team.tokens = tokens
+        async with team_client(team, "alice", "shop") as alice, team_client(team, "bob", "shop") as bob:
+            await call(bob, "peers", {})  # his session starts before her work
+            private = (await call(alice, "memory_store", {"content": "my draft: acme buys a rival in may"}))["id"]
+            shared = await call(alice, "memory_store", {"content": "checkout uses gateway v2", "visibility": "project"})
+            earlier = await call(
+                alice, "memory_store", {"content": "checkout uses gateway v1", "visibility": "project"}
+            )
+            for old, reason in ((private, "the rival deal fell through"), (earlier["id"], "moved to v2")):
+                await call(alice, "memory_amend", {"memory_id": old, "by": shared["id"], "reason": reason})
+            seen = await call(bob, "catch_up", {"peek": True})
+    amended = [e["detail"] for e in seen["events"] if e["kind"] == "memory.amended"]
+    assert amended == [{"old": earlier["id"], "new": shared["id"], "reason": "moved to v2"}], seen
+    assert private not in str(seen) and "rival" not in str(seen), seen

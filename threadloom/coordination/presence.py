@@ -81,14 +81,17 @@ class PresenceService:
         viewer = prov.viewer()
         seen_session, session_params = session_seen_sql(viewer)
         seen_memory, memory_params = visibility_sql(viewer)
-        # Another user's events: their thread work in this project, and memories shared with the caller. Anyone's,
-        # the caller's own included, only from projects the caller may see now (an organisation's, as its member).
+        # Another user's events: their thread work in this project, and memories shared with the caller (an amend's
+        # corrected memory too: its id and reason are in the event). Anyone's, the caller's own included, only from
+        # projects the caller may see now (an organisation's, as its member).
+        old = "json_extract(e.detail, '$.old')"
         shown = (
             f"{project_member_sql('e.project', ':s_user')} "
             f"AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND {seen_session}) "
             "AND (EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND s.user = :s_user) "
             "OR e.kind LIKE 'thread.%' OR (e.kind LIKE 'memory.%' AND EXISTS (SELECT 1 FROM memories m WHERE "
-            f"m.id = COALESCE(json_extract(e.detail, '$.id'), json_extract(e.detail, '$.new')) AND {seen_memory})))"
+            f"m.id = COALESCE(json_extract(e.detail, '$.id'), json_extract(e.detail, '$.new')) AND {seen_memory}) "
+            f"AND ({old} IS NULL OR EXISTS (SELECT 1 FROM memories m WHERE m.id = {old} AND {seen_memory}))))"
         )
 
         def read(w: Writer) -> dict[str, Any]:
