@@ -142,3 +142,32 @@ async def test_catch_up_shows_a_peer_no_private_memory_an_amend_corrected_nor_it
     amended = [e["detail"] for e in seen["events"] if e["kind"] == "memory.amended"]
     assert amended == [{"old": earlier["id"], "new": shared["id"], "reason": "moved to v2"}], seen
     assert private not in str(seen) and "rival" not in str(seen), seen
+
+
+async def activation(client: Client, memory_id: str) -> float:
+    """The memory's score as a traverse shows it (`activation`, the stored decay score)."""
+    nodes = (await call(client, "memory_traverse", {"memory_id": memory_id, "depth": 1}))["nodes"]
+    return float(next(n["activation"] for n in nodes if n["id"] == memory_id))
+
+
+async def test_a_score_is_moved_by_no_edge_from_a_memory_its_viewers_cannot_see(home: Path, tmp_path: Path) -> None:
+    """alice links three private memories to bob's project memory: its `activation`, which bob and his project read
+    (and which ranks a recall), rose from 0.15 to 0.35 (her edges counted, hidden from him), while memory_explain
+    counted none. His own private memory's link still counts (so does a pass over every memory)."""
+    tokens = make_team(home)
+    with team_server(home, tmp_path, **ENV) as team:
+        team.tokens = tokens
+        async with team_client(team, "alice", "shop") as alice, team_client(team, "bob", "shop") as bob:
+            shared = await call(bob, "memory_store", {"content": "queues drain at night", "visibility": "project"})
+            before = await activation(bob, shared["id"])
+            for n in range(3):
+                hers = (await call(alice, "memory_store", {"content": f"alice's private doubt {n}"}))["id"]
+                await call(alice, "memory_link", {"source": hers, "target": shared["id"], "type": "refines"})
+            await call(alice, "memory_maintain", {"dry_run": False})
+            after_hers = await activation(bob, shared["id"])
+            explained = await call(bob, "memory_explain", {"memory_id": shared["id"]})
+            his = (await call(bob, "memory_store", {"content": "bob's own note on the queues"}))["id"]
+            await call(bob, "memory_link", {"source": his, "target": shared["id"], "type": "refines"})
+            after_his = await activation(bob, shared["id"])
+    assert after_hers == before == explained["score"]["decay_score"], (before, after_hers, explained["score"])
+    assert after_his > before
