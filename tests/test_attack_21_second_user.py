@@ -171,3 +171,34 @@ async def test_a_score_is_moved_by_no_edge_from_a_memory_its_viewers_cannot_see(
             after_his = await activation(bob, shared["id"])
     assert after_hers == before == explained["score"]["decay_score"], (before, after_hers, explained["score"])
     assert after_his > before
+
+
+async def test_a_shared_memory_erased_by_its_owner_is_not_replayed_to_another_user(home: Path, tmp_path: Path) -> None:
+    """bob corrects his memory by alice's project memory with an idempotency key: the replay record keeps his
+    answer, her text in it. She then erases her memory (`forget`); his replay still returned the text, and the
+    store kept it. His records that do not hold her memory stay; her answer counts none of his."""
+    tokens = make_team(home)
+    with team_server(home, tmp_path, **ENV | {"THREADLOOM_TOOLSET": "full,erasure"}) as team:
+        team.tokens = tokens
+        async with team_client(team, "alice", "shop") as alice, team_client(team, "bob", "shop") as bob:
+            text = {"content": "the vault code is tangerine 4711", "visibility": "project"}
+            hers = (await call(alice, "memory_store", text))["id"]
+            mine, other = [
+                (await call(bob, "memory_store", {"content": t}))["id"] for t in ("bob's guess", "bob's aside")
+            ]
+            amend = {"memory_id": mine, "by": hers, "idempotency_key": "bob-amend-1"}
+            link = {"source": mine, "target": other, "type": "related_to", "idempotency_key": "bob-link-1"}
+            assert "tangerine" in str(await call(bob, "memory_amend", amend))
+            await call(bob, "memory_link", link)
+            erased = await call(alice, "forget", {"text": "tangerine", "kinds": ["memories"], "dry_run": False})
+            again = await bob.call_tool("memory_amend", amend)
+            kept = await call(bob, "memory_link", link)
+    assert erased["erased"]["memories"] == 1 and erased["erased"]["replay_records"] == 0, erased
+    assert "tangerine" not in again.model_dump_json(), again
+    assert kept.get("replayed") is True, kept
+    store = open_home_store(home)
+    try:
+        held = store.read(lambda r: r.scalar("SELECT count(*) FROM tool_requests WHERE result LIKE '%tangerine%'"))
+    finally:
+        store.close()
+    assert held == 0
