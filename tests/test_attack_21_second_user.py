@@ -202,3 +202,43 @@ async def test_a_shared_memory_erased_by_its_owner_is_not_replayed_to_another_us
     finally:
         store.close()
     assert held == 0
+
+
+def set_role(home: Path, org: str, user: str, role: str | None) -> None:
+    """Make `user` a `role` of `org`, or (None) take them out (the accounts service on the home's store)."""
+    from threadloom.accounts.service import Accounts
+
+    store = open_home_store(home)
+    try:
+        accounts = Accounts(store)
+        if role is None:
+            accounts.remove_member(org, user)
+        else:
+            accounts.set_member(org, user, role)
+    finally:
+        store.close()
+
+
+async def test_no_replay_hands_back_a_memory_the_caller_no_longer_sees(home: Path, tmp_path: Path) -> None:
+    """bob, in acme and globex, corrects his memories by two of alice's shop memories with idempotency keys. She
+    deletes one; he is taken out of acme. A retry with each key replayed the first answer, her text in it."""
+    tokens = make_team(home)
+    set_role(home, "globex", "bob", "member")
+    with team_server(home, tmp_path, **ENV) as team:
+        team.tokens = tokens
+        async with team_client(team, "alice", "shop") as alice, team_client(team, "bob", "shop") as bob:
+            amends = []
+            for word in ("tangerine", "quince"):
+                hers = await call(alice, "memory_store", {"content": f"the {word} vault", "visibility": "project"})
+                mine = await call(bob, "memory_store", {"content": f"bob's guess about the {word} vault"})
+                amend = {"memory_id": mine["id"], "by": hers["id"], "idempotency_key": f"bob-{word}"}
+                assert word in str(await call(bob, "memory_amend", amend))
+                amends.append(amend)
+            await call(alice, "memory_delete", {"memory_id": amends[0]["by"]})
+            deleted = await bob.call_tool("memory_amend", amends[0])
+            set_role(home, "acme", "bob", None)
+        async with team_client(team, "bob", "garden") as bob:
+            removed = await bob.call_tool("memory_amend", amends[1])
+    for answer, word in ((deleted, "tangerine"), (removed, "quince")):
+        assert answer.is_error and word not in answer.model_dump_json(), answer
+        assert "no longer see" in answer.structured_content["error"], answer.structured_content
