@@ -125,7 +125,8 @@ async def test_catch_up_shows_a_peer_no_private_memory_an_amend_corrected_nor_it
     home: Path, tmp_path: Path
 ) -> None:
     """alice corrects a private memory with a project one: bob, in her project, read the `memory.amended` event
-    (shown for its new memory) with her private memory's id and her reason."""
+    (shown for its new memory) with her private memory's id and her reason; and, of a project memory she linked
+    to a private one, the `memory.stored` event's count of its edges (`edges: 1`, none of which he can see)."""
     tokens = make_team(home)
     with team_server(home, tmp_path, **ENV) as team:
         team.tokens = tokens
@@ -138,10 +139,19 @@ async def test_catch_up_shows_a_peer_no_private_memory_an_amend_corrected_nor_it
             )
             for old, reason in ((private, "the rival deal fell through"), (earlier["id"], "moved to v2")):
                 await call(alice, "memory_amend", {"memory_id": old, "by": shared["id"], "reason": reason})
+            doubt = (await call(alice, "memory_store", {"content": "my doubt: v2 drops refunds"}))["id"]
+            linked = {
+                "content": "refunds need a check",
+                "visibility": "project",
+                "related": [{"id": doubt, "type": "refines"}],
+            }
+            linked_id = (await call(alice, "memory_store", linked))["id"]
             seen = await call(bob, "catch_up", {"peek": True})
     amended = [e["detail"] for e in seen["events"] if e["kind"] == "memory.amended"]
     assert amended == [{"old": earlier["id"], "new": shared["id"], "reason": "moved to v2"}], seen
     assert private not in str(seen) and "rival" not in str(seen), seen
+    stored = [e["detail"] for e in seen["events"] if e["kind"] == "memory.stored"]
+    assert {"id": linked_id} in stored, stored  # no count of her edges: one ends at her private doubt
 
 
 async def activation(client: Client, memory_id: str) -> float:
