@@ -161,26 +161,29 @@ async def activation(client: Client, memory_id: str) -> float:
 
 
 async def test_a_score_is_moved_by_no_edge_from_a_memory_its_viewers_cannot_see(home: Path, tmp_path: Path) -> None:
-    """alice links three private memories to bob's project memory: its `activation`, which bob and his project read
-    (and which ranks a recall), rose from 0.15 to 0.35 (her edges counted, hidden from him), while memory_explain
-    counted none. His own private memory's link still counts (so does a pass over every memory)."""
+    """alice links three private memories to bob's project memory, and one to her own: each one's `activation`,
+    which bob and the project read (and which ranks a recall), rose (0.15 to 0.35 for three edges) by edges hidden
+    from them, while memory_explain counted none. An edge between two project memories still counts (so does a
+    pass over every memory)."""
     tokens = make_team(home)
     with team_server(home, tmp_path, **ENV) as team:
         team.tokens = tokens
         async with team_client(team, "alice", "shop") as alice, team_client(team, "bob", "shop") as bob:
-            shared = await call(bob, "memory_store", {"content": "queues drain at night", "visibility": "project"})
-            before = await activation(bob, shared["id"])
-            for n in range(3):
-                hers = (await call(alice, "memory_store", {"content": f"alice's private doubt {n}"}))["id"]
-                await call(alice, "memory_link", {"source": hers, "target": shared["id"], "type": "refines"})
+            shared = {"visibility": "project"}
+            his = (await call(bob, "memory_store", {"content": "queues drain at night"} | shared))["id"]
+            hers = (await call(alice, "memory_store", {"content": "retries back off"} | shared))["id"]
+            before = {m: await activation(bob, m) for m in (his, hers)}
+            for n, target in enumerate((his, his, his, hers)):
+                private = (await call(alice, "memory_store", {"content": f"alice's private doubt {n}"}))["id"]
+                await call(alice, "memory_link", {"source": private, "target": target, "type": "refines"})
             await call(alice, "memory_maintain", {"dry_run": False})
-            after_hers = await activation(bob, shared["id"])
-            explained = await call(bob, "memory_explain", {"memory_id": shared["id"]})
-            his = (await call(bob, "memory_store", {"content": "bob's own note on the queues"}))["id"]
-            await call(bob, "memory_link", {"source": his, "target": shared["id"], "type": "refines"})
-            after_his = await activation(bob, shared["id"])
-    assert after_hers == before == explained["score"]["decay_score"], (before, after_hers, explained["score"])
-    assert after_his > before
+            after = {m: await activation(bob, m) for m in (his, hers)}
+            explained = await call(bob, "memory_explain", {"memory_id": his})
+            another = (await call(bob, "memory_store", {"content": "bob's note on the queues"} | shared))["id"]
+            await call(bob, "memory_link", {"source": another, "target": his, "type": "refines"})
+            linked = await activation(bob, his)
+    assert after == before and after[his] == explained["score"]["decay_score"], (before, after, explained["score"])
+    assert linked > before[his]
 
 
 async def test_a_shared_memory_erased_by_its_owner_is_not_replayed_to_another_user(home: Path, tmp_path: Path) -> None:

@@ -236,13 +236,14 @@ def has_edge(r: Reader, source: str, target: str, edge_type: str) -> bool:
 
 def counted_edges_sql(m: str) -> str:
     """SQL: how many edges of the memories row `m` (an alias) count towards its score, `degree`. An edge counts
-    when its other end has the memory's owner or is seen by everyone who sees the memory (memory/model.py's
-    `seen_by_all_who_see`): another user's memory hidden from its viewers must not move the score they read
-    (`activation`, a recall's ranking)."""
+    when its other end is seen by everyone who sees the memory (memory/model.py's `seen_by_all_who_see`): a memory
+    hidden from its viewers, its owner's private ones included, must not move the score they read (`activation`, a
+    recall's ranking)."""
     same_project = f"o.visibility = 'project' AND COALESCE(o.project, '') = COALESCE({m}.project, '')"
+    same_org = f"o.visibility = 'org' AND o.org = {m}.org"
     covers = (
-        f"(o.owner = {m}.owner OR CASE {m}.visibility WHEN 'org' THEN o.visibility = 'org' AND o.org = {m}.org "
-        f"WHEN 'project' THEN {same_project} ELSE ({same_project}) OR (o.visibility = 'org' AND o.org = {m}.org) END)"
+        f"(CASE {m}.visibility WHEN 'org' THEN {same_org} WHEN 'project' THEN {same_project} "
+        f"ELSE o.owner = {m}.owner OR ({same_project}) OR ({same_org}) END)"
     )
 
     def one_way(near: str, far: str) -> str:
