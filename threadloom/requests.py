@@ -12,6 +12,7 @@ for: a crash between them leaves the key free, and the retry writes it.
 from __future__ import annotations
 
 import json
+import re
 import secrets
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -20,10 +21,13 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from threadloom.clock import now_ms
-from threadloom.errors import ThreadloomError
+from threadloom.errors import InvalidInput, ThreadloomError
+from threadloom.search.model import Viewer
+from threadloom.store import memories
 from threadloom.store.base import Reader, Store, Writer
 
 MAX_KEY_CHARS: Final = 200
+MEMORY_ID: Final = re.compile(r"\bm_[0-9a-f]{16}\b")  # memory/model.py's new_memory_id
 
 
 class RequestInFlight(ThreadloomError):
@@ -72,8 +76,10 @@ def claim(w: Writer) -> None:
         )
 
 
-def earlier(store: Store, owner: str, tool: str, key: str) -> dict[str, Any] | None:
-    """What the first call with this key returned, if one wrote something."""
+def earlier(store: Store, owner: str, tool: str, key: str, viewer: Viewer | None = None) -> dict[str, Any] | None:
+    """What the first call with this key returned, if one wrote something. Given the caller as `viewer`, an answer
+    naming a memory they may no longer see (deleted, erased, or no longer shared with them) is not handed back:
+    it would show what they lost."""
 
     def read(r: Reader) -> dict[str, Any] | None:
         row = r.one(
@@ -82,6 +88,12 @@ def earlier(store: Store, owner: str, tool: str, key: str) -> dict[str, Any] | N
         )
         if row is None:
             return None
+        named = sorted(set(MEMORY_ID.findall(row["result"] or ""))) if viewer is not None else []
+        if named and len(memories.get_many(r, named, viewer)) < len(named):
+            raise InvalidInput(
+                f"the first {tool} call with this idempotency key answered about a memory you can no longer see "
+                "(deleted, erased or no longer shared with you): it is not replayed; call again with a new key"
+            )
         if row["result"] is None:
             return {"replayed": True, "note": "the first call with this key wrote, but its result was not kept"}
         return dict(json.loads(row["result"])) | {"replayed": True}

@@ -23,6 +23,7 @@ LIVENESS_MS: Final = int(3.5 * HEARTBEAT_S * 1000)
 
 LIFECYCLE_KINDS: Final = ("session.started", "session.resumed", "session.ended", "session.expired")
 # Journal kinds that are noise to a peer: every tool call, and session bookkeeping.
+EDGE_COUNTS: Final = ("edges", "auto_links")  # in a memory event's detail
 QUIET_KINDS: Final = ("tool.call", "session.started", "session.resumed", "session.ended", "thread.context")
 
 
@@ -81,14 +82,17 @@ class PresenceService:
         viewer = prov.viewer()
         seen_session, session_params = session_seen_sql(viewer)
         seen_memory, memory_params = visibility_sql(viewer)
-        # Another user's events: their thread work in this project, and memories shared with the caller. Anyone's,
-        # the caller's own included, only from projects the caller may see now (an organisation's, as its member).
+        # Another user's events: their thread work in this project, and memories shared with the caller (an amend's
+        # corrected memory too: its id and reason are in the event). Anyone's, the caller's own included, only from
+        # projects the caller may see now (an organisation's, as its member).
+        old = "json_extract(e.detail, '$.old')"
         shown = (
             f"{project_member_sql('e.project', ':s_user')} "
             f"AND EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND {seen_session}) "
             "AND (EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND s.user = :s_user) "
             "OR e.kind LIKE 'thread.%' OR (e.kind LIKE 'memory.%' AND EXISTS (SELECT 1 FROM memories m WHERE "
-            f"m.id = COALESCE(json_extract(e.detail, '$.id'), json_extract(e.detail, '$.new')) AND {seen_memory})))"
+            f"m.id = COALESCE(json_extract(e.detail, '$.id'), json_extract(e.detail, '$.new')) AND {seen_memory}) "
+            f"AND ({old} IS NULL OR EXISTS (SELECT 1 FROM memories m WHERE m.id = {old} AND {seen_memory}))))"
         )
 
         def read(w: Writer) -> dict[str, Any]:
@@ -97,15 +101,20 @@ class PresenceService:
                 started = w.scalar("SELECT started_at FROM sessions WHERE id = :me", {"me": me}) or now_ms()
                 cursor = w.scalar("SELECT COALESCE(max(id), 0) FROM events WHERE at < :t", {"t": started})
             rows = w.rows(
-                "SELECT e.id, e.at, e.kind, e.session_id, e.vendor, e.project, e.detail FROM events e "
+                "SELECT e.id, e.at, e.kind, e.session_id, e.vendor, e.project, e.detail, "
+                "EXISTS (SELECT 1 FROM sessions s WHERE s.id = e.session_id AND s.user = :s_user) AS own FROM events e "
                 f"WHERE e.id > :cursor AND e.session_id <> :me AND {shown} "
                 f"AND e.kind NOT IN ({', '.join(':' + k for k in quiet)}) ORDER BY e.id LIMIT :limit",
                 {"cursor": cursor, "me": me, "limit": limit} | quiet | session_params | memory_params,
             )
             items = [dict(row) | {"detail": json.loads(row["detail"])} for row in rows]
+            for item in items:  # no event id: it counts every user's events, its steps how busy the others are
+                del item["id"]
+                if not item.pop("own"):  # another's memory's edges may end at memories the caller cannot see
+                    item["detail"] = {k: v for k, v in item["detail"].items() if k not in EDGE_COUNTS}
             newest = w.scalar("SELECT COALESCE(max(id), 0) FROM events")
             if not peek:
-                last = items[-1]["id"] if len(items) == limit else newest
+                last = rows[-1]["id"] if len(rows) == limit else newest
                 w.execute(
                     "INSERT INTO session_cursors (session_id, event_id) VALUES (:me, :e) "
                     "ON CONFLICT (session_id) DO UPDATE SET event_id = :e",

@@ -5,7 +5,8 @@ and changes nothing. A real run removes it in one transaction (store/erasure.py 
 covers), then compacts the database file so the erased bytes are gone from it and from its write-ahead
 log (on PostgreSQL: VACUUM of the tables the erasure changed, store/postgres_vacuum.py, which says what the
 server still keeps). Only the caller's own rows are ever read, counted or removed: another user's rows are invisible
-here, counts included. What the engine keeps in memory needs nothing more: every search reads its
+here, counts included (another user's replay record holding an erased shared memory goes too, uncounted).
+What the engine keeps in memory needs nothing more: every search reads its
 candidates' rows and float vectors back from SQLite, so an erased document never surfaces, and the
 kept candidate sets are dropped when the store's search generation moves (the deletes move it); the
 per-process sign codes are bits of vectors, not text.

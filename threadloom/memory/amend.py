@@ -80,7 +80,7 @@ def amend(
         current = memories.get(w, memory_id)
         if current is None or current.superseded_by:
             raise InvalidInput(f"{memory_id} changed meanwhile; look it up again")
-        roles.require_write_of(w, prov.user, (current,), "amend")
+        roles.require_write_of(w, prov.user, (current, replacement), "amend")  # the edge starts at `by`
         edge = Edge(replacement.id, memory_id, "supersedes", 1.0, "explicit", now, reason)
         if not memories.has_edge(w, edge.source, edge.target, edge.type):
             memories.insert_edge(w, edge, prov.session_id)

@@ -109,7 +109,8 @@ class MemoryService:
                 raise InvalidInput(
                     f"a core memory is at most {MAX_CORE_CHARS:,} characters: it is shown in every brief"
                 )
-        self._require(tuple(link.target for link in new.related), viewer)
+        targets = tuple(link.target for link in new.related)
+        self._require(targets, viewer)
         digest = content_digest(new.content)
         earlier = self._store.read(lambda r: self._earlier(r, new, prov, digest))
         if earlier is not None:
@@ -140,7 +141,7 @@ class MemoryService:
             again = self._earlier(w, new, prov, digest)  # a racing writer may have stored it meanwhile
             if again is not None:
                 return again
-            self._require_in(w, tuple(link.target for link in new.related), viewer)
+            roles.require_write_of(w, viewer.user, self._require_in(w, targets, viewer), "link")
             if core_key is not None and memories.by_core_key(w, viewer.user, prov.project, core_key) is not None:
                 raise InvalidInput(f"you already have core key {core_key!r} in this project; amend that memory instead")
             values = self._row(memory_id, new, prov, digest, now, core_key, core_priority)
@@ -163,9 +164,9 @@ class MemoryService:
                 memories.insert_edge(w, edge, prov.session_id)
                 edges.append(edge)
             autos = []
-            explicit_targets = {link.target for link in new.related}
             for c in link_to:
-                if c.ref in explicit_targets or memories.connected(w, memory_id, c.ref):
+                taken = c.ref in targets or memories.connected(w, memory_id, c.ref)
+                if taken or not roles.may_change(w, viewer.user, memories.get(w, c.ref)):  # a reader's: own only
                     continue
                 edge = Edge(memory_id, c.ref, "related_to", round(c.similarity, 4), "auto_link", now)
                 memories.insert_edge(w, edge, prov.session_id)
@@ -358,8 +359,7 @@ class MemoryService:
 
 def rescore(w: Writer, config: scoring.ScoringConfig, memory_id: str, now: int) -> Memory:
     """Recompute one memory's score and status from its current edges and recalls."""
-    memory = memories.get(w, memory_id)
-    if memory is None:
+    if (memory := memories.get(w, memory_id)) is None:
         raise NotFound(f"no memory {memory_id}")
     degree = memories.degree(w, memory_id)
     b = scoring.breakdown(config, memory.last_reactivated_at, degree, memory.reactivation_count, now)

@@ -7,7 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import astuple, replace
+from dataclasses import replace
 from typing import Any
 
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
@@ -108,7 +108,15 @@ class ThreadloomServer(MCPServer[Any]):
         except ToolError as exc:  # a bad key is a bad argument: said like one, not as the SDK's bare text
             return errors.error_result(str(exc), retryable=False)
         if request is not None:
-            replayed = await self.runtime.call(requests.earlier, self.runtime.store, *astuple(request)[:3])
+            assert context is not None  # a call has a key only with a context
+            try:  # as the caller sees now: a replay naming a memory they lost is refused
+                info = await connection_of(context.request_context).ensure_session(context.request_context)
+                viewer = info.provenance().viewer()
+                replayed = await self.runtime.call(
+                    requests.earlier, self.runtime.store, request.owner, request.tool, request.key, viewer
+                )
+            except ThreadloomError as exc:
+                return errors.from_exception(exc)
             if replayed is not None:
                 return _structured(iso_times(replayed))  # a result remembered before times were ISO, too
         token, scrubbed = requests.CURRENT.set(request), scrub.collect()  # what the call's writes scrubbed

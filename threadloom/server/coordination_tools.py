@@ -113,7 +113,7 @@ async def catch_up(
     """What other sessions did since you last caught up: memories stored, threads written, signals.
     For a signal's text, signal_inbox.
 
-    Returns {events: [{id, at, kind, session_id, vendor, project, detail}], more, advanced}.
+    Returns {events: [{at, kind, session_id, vendor, project, detail}], more, advanced}.
     """
     runtime, prov = await caller(ctx)
     return await runtime.call(runtime.presence.catch_up, prov, peek, limit)

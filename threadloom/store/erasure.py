@@ -235,7 +235,7 @@ def erase(
         counts |= drop_entries(w, owner, plan)
     counts["documents"] = docs
     counts["vectors"] = vectors
-    counts["replay_records"] = _drop_replays(w, owner, memory_ids + texts)
+    counts["replay_records"] = _drop_replays(w, owner, memory_ids + texts, memory_ids)
     counts["events"] = _blank_events(w, owner, texts)
     w.execute("DELETE FROM document_terms WHERE df <= 0 AND term <> ''")  # a term left behind names the text
     if not sqlite:  # a document's terms are a column of its row; VACUUM follows the commit (postgres_vacuum.py)
@@ -327,20 +327,17 @@ def _json_fragment(text: str) -> str:
     return json.dumps(text)[1:-1]
 
 
-def _drop_replays(w: Writer, owner: str, fragments: list[str]) -> int:
-    """Delete `owner`'s idempotency replay records (threadloom/requests.py) whose kept result carries one of
-    `fragments` (an erased memory's id, a note's text, the text selector)."""
-    wanted = [_lower_ascii(f) for f in fragments if f]
-    if not wanted:
-        return 0
-    rows = w.tuples("SELECT tool, key, result FROM tool_requests WHERE owner = :o AND result IS NOT NULL", {"o": owner})
-    gone = 0
-    for tool, key, result in rows:
-        if any(f in _lower_ascii(result) for f in wanted):
-            gone += w.execute(
-                "DELETE FROM tool_requests WHERE owner = :o AND tool = :t AND key = :k",
-                {"o": owner, "t": tool, "k": key},
-            )
+def _drop_replays(w: Writer, owner: str, fragments: list[str], memory_ids: list[str]) -> int:
+    """Delete the idempotency replay records (threadloom/requests.py) whose kept result carries what went, counting
+    `owner`'s: theirs holding one of `fragments` (an erased memory's id, a note's text, the text selector), and
+    anyone's holding an erased memory's id (another user's amend `by` a shared memory keeps its text)."""
+    wanted, gone = [_lower_ascii(f) for f in fragments if f], 0
+    sql = "SELECT owner, tool, key, result FROM tool_requests WHERE result IS NOT NULL AND (:all = 1 OR owner = :o)"
+    for who, tool, key, result in w.tuples(sql, {"all": int(bool(memory_ids)), "o": owner}):
+        if any(f in _lower_ascii(result) for f in (wanted if who == owner else memory_ids)):
+            where = {"o": who, "t": tool, "k": key}
+            dropped = w.execute("DELETE FROM tool_requests WHERE owner = :o AND tool = :t AND key = :k", where)
+            gone += dropped if who == owner else 0
     return gone
 
 

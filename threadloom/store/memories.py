@@ -234,21 +234,34 @@ def has_edge(r: Reader, source: str, target: str, edge_type: str) -> bool:
     )
 
 
-def degree(r: Reader, memory_id: str) -> int:
-    return int(
-        r.scalar(
-            "SELECT (SELECT count(*) FROM memory_edges WHERE source = :id) + "
-            "(SELECT count(*) FROM memory_edges WHERE target = :id)",
-            {"id": memory_id},
-        )
+def counted_edges_sql(m: str) -> str:
+    """SQL: how many edges of the memories row `m` (an alias) count towards its score, `degree`. An edge counts
+    when its other end is seen by everyone who sees the memory (memory/model.py's `seen_by_all_who_see`): a memory
+    hidden from its viewers, its owner's private ones included, must not move the score they read (`activation`, a
+    recall's ranking)."""
+    same_project = f"o.visibility = 'project' AND COALESCE(o.project, '') = COALESCE({m}.project, '')"
+    same_org = f"o.visibility = 'org' AND o.org = {m}.org"
+    covers = (
+        f"(CASE {m}.visibility WHEN 'org' THEN {same_org} WHEN 'project' THEN {same_project} "
+        f"ELSE o.owner = {m}.owner OR ({same_project}) OR ({same_org}) END)"
     )
+
+    def one_way(near: str, far: str) -> str:
+        join = f"memory_edges e JOIN memories o ON o.id = e.{far}"
+        return f"(SELECT count(*) FROM {join} WHERE e.{near} = {m}.id AND {covers})"
+
+    return f"({one_way('source', 'target')} + {one_way('target', 'source')})"
+
+
+def degree(r: Reader, memory_id: str) -> int:
+    """The edges that count towards the memory's score (`counted_edges_sql`)."""
+    return int(r.scalar(f"SELECT {counted_edges_sql('m')} FROM memories m WHERE m.id = :id", {"id": memory_id}) or 0)
 
 
 def degrees(r: Reader, ids: Sequence[str]) -> dict[str, int]:
-    """Edges touching each memory, either direction, in one query."""
+    """`degree` of each memory, in one query."""
     rows = r.tuples(
-        "SELECT j.value, (SELECT count(*) FROM memory_edges WHERE source = j.value) + "
-        "(SELECT count(*) FROM memory_edges WHERE target = j.value) FROM json_each(:ids) j",
+        f"SELECT m.id, {counted_edges_sql('m')} FROM memories m WHERE m.id IN (SELECT j.value FROM json_each(:ids) j)",
         {"ids": json.dumps(list(ids))},
     )
     return {str(ref): int(n) for ref, n in rows}

@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from threadloom.search.model import Viewer
+from threadloom.store import memories
 from threadloom.store.base import Reader, Writer
 from threadloom.store.visibility import seen_by, visibility_sql
 
@@ -19,8 +20,7 @@ def scoring_inputs(r: Reader, after: str, limit: int, viewer: Viewer | None) -> 
     seen, params = seen_by(viewer)
     return r.tuples(
         "SELECT m.id, m.last_reactivated_at, m.reactivation_count, "
-        "(SELECT count(*) FROM memory_edges e WHERE e.source = m.id) + "
-        "(SELECT count(*) FROM memory_edges e WHERE e.target = m.id), "
+        f"{memories.counted_edges_sql('m')}, "
         "m.pinned, m.core_key IS NOT NULL, m.visibility, m.status, m.decay_score, m.category, m.owner, "
         f"COALESCE(m.project, ''), CASE WHEN {seen} THEN 1 ELSE 0 END "
         "FROM memories m WHERE m.id > :after ORDER BY m.id LIMIT :limit",
