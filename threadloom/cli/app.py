@@ -71,6 +71,8 @@ def serve(
         raise typer.BadParameter("choose --in-process or --http, not both")
     if no_token and http is None:
         raise typer.BadParameter("--no-token goes with --http")
+    team.check_options(http=http, in_process=in_process, no_token=no_token, remote=remote, accounts=accounts,
+                       issuer=oauth_issuer, jwks=oauth_jwks, claim=oauth_user_claim, resource=resource_url)  # fmt: skip
     if remote is not None:
         raise typer.Exit(team.serve_remote(remote))
     if http is not None:
