@@ -65,7 +65,8 @@ def serve(
 
     By default this is a thin bridge to the user's one threadloom daemon, started on demand. Over HTTP every
     request must carry `Authorization: Bearer <token>`: THREADLOOM_HTTP_TOKEN, else the token made on first use
-    and kept in the home (`threadloom http token` shows where).
+    and kept in the home (`threadloom http token` shows where); with --accounts, each user's own token
+    (`threadloom admin token create`). --remote URL: stdio for a laptop on a team server.
     """
     if in_process and http:
         raise typer.BadParameter("choose --in-process or --http, not both")
