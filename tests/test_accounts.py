@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -194,3 +195,20 @@ def test_a_server_admin_is_granted_and_revoked_by_name_and_read_at_every_access(
         accounts.access("dora", "shop")
     assert accounts.add_user("dora").server_admin_since is None  # the name back is not the flag back
     assert [u.server_admin_since for u in accounts.users() if u.name == "dora"] == [None]
+
+
+def test_every_admin_command_says_what_it_does_in_its_help() -> None:
+    """`admin user --help` and `admin org --help` listed `list` with no words beside it."""
+    import typer
+
+    from threadloom.cli.admin import admin_app
+
+    def walk(group: Any, path: str) -> Iterator[tuple[str, Any]]:
+        for name, command in getattr(group, "commands", {}).items():
+            yield f"{path} {name}", command
+            yield from walk(command, f"{path} {name}")
+
+    commands = list(walk(typer.main.get_command(admin_app), "admin"))
+    assert len(commands) > 15
+    silent = [path for path, command in commands if not (command.help or "").strip()]
+    assert silent == [], silent

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import socket
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -98,3 +99,24 @@ async def test_a_chunked_body_past_the_limit_is_refused_in_words_and_one_within_
     assert said["retryable"] is False and "this server takes at most 4,194,304" in said["error"]
     status, text = post(64 * 1024)
     assert status != 413 and "takes at most" not in text and "jsonrpc" in text, text
+
+
+def test_a_chunked_body_whose_last_chunk_passes_the_limit_is_answered(team: Team) -> None:
+    """The chunk that passes 4 MiB is the body's last: the gate had read the end already and then waited for
+    more body to drop, so the client never got its 413 (the connection hung until the client gave up)."""
+    url = urllib.parse.urlsplit(team.url)
+    head = "".join(f"{k}: {v}\r\n" for k, v in team.headers("bob", "shop").items())
+    with socket.create_connection((url.hostname or "", url.port or 80), timeout=60) as conn:
+        conn.sendall(
+            f"POST {url.path} HTTP/1.1\r\nHost: {url.netloc}\r\nContent-Type: application/json\r\n"
+            f"Accept: application/json, text/event-stream\r\nTransfer-Encoding: chunked\r\n{head}\r\n".encode()
+        )
+        for _ in range(64):  # 64 x 64 KiB: exactly the limit, not past it
+            conn.sendall(b"10000\r\n" + b"x" * 65536 + b"\r\n")
+        conn.sendall(b"60\r\n" + b"x" * 96 + b"\r\n0\r\n\r\n")  # past it, and the end, in one write
+        answer = b""
+        while b"\r\n\r\n" not in answer:
+            part = conn.recv(65536)
+            assert part, answer
+            answer += part
+    assert answer.startswith(b"HTTP/1.1 413 "), answer

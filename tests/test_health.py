@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import Backend
 from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.health.journal import changes
@@ -146,6 +147,20 @@ def test_store_size_and_index_freshness(filled: tuple[Runtime, Provenance, Prove
     documents = rt.store.read(lambda r: r.scalar("SELECT COUNT(*) FROM documents"))
     assert index == {"documents": documents, "fingerprint": None, "with_vectors": 0, "without_vectors": documents}
     assert documents >= 8  # 5 memories, 2 notes, 1 quote
+
+
+def test_the_store_size_is_the_database_s_own_on_either_backend(backend: Backend) -> None:
+    """On PostgreSQL there is no file: `stats` said "0 B (file 0 B, wal 0 B, shm 0 B)" for a store in use."""
+    store = backend.open()
+    try:
+        report = HealthService(store).report("alice")
+    finally:
+        store.close()
+    size = report["store"]["bytes"]
+    assert size["total"] > 0, size
+    header = render(report).splitlines()[1]
+    assert header.startswith(f"store {store.location}: ") and " 0 B" not in header, header
+    assert ("shm" in header) == (backend.name == "sqlite"), header
 
 
 def test_index_freshness_counts_documents_whose_vector_is_missing_or_stale(runtime: Runtime, tmp_path: Path) -> None:

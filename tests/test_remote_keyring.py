@@ -6,6 +6,7 @@ one (PYTHON_KEYRING_BACKEND), its file under the test's own XDG_DATA_HOME. A rea
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,13 @@ async def test_serve_remote_acts_for_the_keyrings_token(home: Path, tmp_path: Pa
     missing = subprocess.run([elsewhere.command, *elsewhere.args], env=elsewhere.env, cwd=repo, capture_output=True,
                              text=True, timeout=60, stdin=subprocess.DEVNULL)  # fmt: skip
     assert missing.returncode == 2 and "or the OS keyring (service 'threadloom'" in missing.stderr, missing.stderr
+
+
+def test_without_the_keyring_package_the_error_says_how_to_use_the_keyring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """README's install (`pip install .`) brings no keyring package: the error named only THREADLOOM_REMOTE_TOKEN,
+    so a user who had read about the keyring could not tell why it was not asked."""
+    monkeypatch.setitem(sys.modules, "keyring", None)  # `import keyring` raises ImportError
+    with pytest.raises(ConfigError) as refused:
+        remote_token("https://team.example/mcp", {})
+    assert "pip install keyring" in refused.value.message, refused.value.message
+    assert "keyring set threadloom https://team.example/mcp" in refused.value.message, refused.value.message

@@ -87,6 +87,7 @@ def user_revoke_server_admin(name: str) -> None:
 
 @user_cmd.command("list")
 def user_list(as_json: AsJson = False) -> None:
+    """Every account: its organisations with its role in each, and whether it is a server administrator."""
     users = _with(lambda a: a.users())
     if as_json:
         _json(
@@ -124,6 +125,7 @@ def org_add(name: str, owner: Annotated[str, typer.Option("--owner", help="Its f
 
 @org_cmd.command("list")
 def org_list(as_json: AsJson = False) -> None:
+    """Every organisation: its members with their roles, and its projects."""
     orgs = _with(lambda a: a.orgs())
     if as_json:
         _json(

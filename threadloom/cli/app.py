@@ -65,12 +65,15 @@ def serve(
 
     By default this is a thin bridge to the user's one threadloom daemon, started on demand. Over HTTP every
     request must carry `Authorization: Bearer <token>`: THREADLOOM_HTTP_TOKEN, else the token made on first use
-    and kept in the home (`threadloom http token` shows where).
+    and kept in the home (`threadloom http token` shows where); with --accounts, each user's own token
+    (`threadloom admin token create`). --remote URL: stdio for a laptop on a team server.
     """
     if in_process and http:
         raise typer.BadParameter("choose --in-process or --http, not both")
     if no_token and http is None:
         raise typer.BadParameter("--no-token goes with --http")
+    team.check_options(http=http, in_process=in_process, no_token=no_token, remote=remote, accounts=accounts,
+                       issuer=oauth_issuer, jwks=oauth_jwks, claim=oauth_user_claim, resource=resource_url)  # fmt: skip
     if remote is not None:
         raise typer.Exit(team.serve_remote(remote))
     if http is not None:

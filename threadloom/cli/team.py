@@ -31,6 +31,29 @@ ResourceOpt = Annotated[
 ]
 
 
+def check_options(*, http: str | None, in_process: bool, no_token: bool, remote: str | None, accounts: bool,
+                  issuer: str | None, jwks: str | None, claim: str, resource: str | None) -> None:  # fmt: skip
+    """Refuse an option that would do nothing where it was given, rather than ignore it."""
+    from threadloom.errors import ConfigError
+
+    team = (
+        (accounts, "--accounts"),
+        (issuer is not None, "--oauth-issuer"),
+        (jwks is not None, "--oauth-jwks"),
+        (resource is not None, "--resource-url"),
+        (claim != "sub", "--oauth-user-claim"),
+    )
+    if remote is not None:
+        server = ((http is not None, "--http"), (in_process, "--in-process"), (no_token, "--no-token"))
+        for given, name in (*server, *team):
+            if given:
+                raise ConfigError(f"--remote serves stdio: drop {name} (the team server's option, not the laptop's)")
+    if http is None:
+        for given, name in team:
+            if given:
+                raise ConfigError(f"{name} goes with --http (a team server: serve --http HOST:PORT --accounts)")
+
+
 def serve_team(http: str, no_token: bool, accounts: bool, issuer: str | None, jwks: str | None, claim: str,
                resource: str | None) -> int:  # fmt: skip
     from threadloom.cli.app import settings

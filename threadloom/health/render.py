@@ -39,10 +39,10 @@ def size(n: int) -> str:
 
 def _header(report: dict[str, Any]) -> str:
     b = report["store"]["bytes"]
+    parts = "the database" if "database" in b else f"file {size(b['file'])}, wal {size(b['wal'])}, shm {size(b['shm'])}"
     return (
         f"threadloom health for {report['user']} at {when(report['at'])}\n"
-        f"store {report['store']['path']}: {size(b['total'])} "
-        f"(file {size(b['file'])}, wal {size(b['wal'])}, shm {size(b['shm'])})"
+        f"store {report['store']['path']}: {size(b['total'])} ({parts})"
     )
 
 

@@ -78,8 +78,12 @@ def index_freshness(r: Reader, fingerprint: str | None) -> dict[str, Any]:
 
 
 def store_size(store: Store) -> dict[str, Any]:
-    """Bytes of the database file and its WAL and shared-memory files (0 for one not there)."""
+    """Bytes of the database file and its WAL and shared-memory files (0 for one not there); on PostgreSQL,
+    of the database (pg_database_size: its tables and indexes, the server's WAL not counted)."""
     path = store.location
+    if store.dialect == "postgresql":
+        size = int(store.read(lambda r: r.scalar("SELECT pg_database_size(current_database())")) or 0)
+        return {"path": path, "bytes": {"database": size, "total": size}}
     sizes = {name: _bytes(path + suffix) for name, suffix in (("file", ""), ("wal", "-wal"), ("shm", "-shm"))}
     return {"path": path, "bytes": sizes | {"total": sum(sizes.values())}}
 

@@ -213,24 +213,25 @@ class BodyLimitGate:
         body = await _gather(receive, self._limit)
         if body is None:
             return  # the client went away
-        if isinstance(body, int):
-            await self._refuse(scope, receive, send, f"the request's body passed {body:,} bytes")
+        if isinstance(body, tuple):
+            seen, ended = body
+            await self._refuse(scope, receive, send, f"the request's body passed {seen:,} bytes", ended=ended)
             return
         await self.app(scope, _replay(body, receive), send)
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str) -> None:
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str, *, ended: bool = False) -> None:
         message = (
             f"{what}; this server takes at most {self._limit:,} (4 MiB): send less (a long text is stored in parts)"
         )
         # A client that writes its whole body before reading (urllib, curl) sees the answer only if the body
-        # was read: up to DRAIN_BYTES of it is, and thrown away.
-        drained = await _drain(receive, DRAIN_BYTES)
+        # was read: up to DRAIN_BYTES of it is, and thrown away (none when its end was read already).
+        drained = ended or await _drain(receive, DRAIN_BYTES)
         await refuse(send, 413, message, scope=scope, close=not drained)
 
 
-async def _gather(receive: Receive, limit: int) -> bytes | int | None:
-    """A chunked body: its bytes when within `limit`, the count read when it passed it, None when the client
-    went away."""
+async def _gather(receive: Receive, limit: int) -> bytes | tuple[int, bool] | None:
+    """A chunked body: its bytes when within `limit`; when it passed it, the count read and whether that was
+    the body's end; None when the client went away."""
     parts: list[bytes] = []
     seen = 0
     while True:
@@ -240,7 +241,7 @@ async def _gather(receive: Receive, limit: int) -> bytes | int | None:
         chunk = message.get("body", b"")
         seen += len(chunk)
         if seen > limit:
-            return seen
+            return seen, not message.get("more_body", False)
         parts.append(chunk)
         if not message.get("more_body", False):
             return b"".join(parts)

@@ -133,8 +133,10 @@ def discover_jwks(issuer: str) -> str:
 def check_config(issuer: str | None, resource: str | None, jwks: str | None, claim: str) -> OAuthConfig | None:
     """The OAuth settings of `serve --http`, all or none."""
     if issuer is None:
-        if jwks is not None:
-            raise ConfigError("--oauth-jwks needs --oauth-issuer")
+        for given, name in ((jwks is not None, "--oauth-jwks"), (resource is not None, "--resource-url"),
+                            (claim != "sub", "--oauth-user-claim")):  # fmt: skip
+            if given:
+                raise ConfigError(f"{name} needs --oauth-issuer")
         return None
     if resource is None:
         raise ConfigError("--oauth-issuer needs --resource-url: this server's public URL of /mcp, the tokens' audience")

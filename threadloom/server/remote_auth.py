@@ -53,7 +53,11 @@ def remote_token(url: str, env: Mapping[str, str]) -> str:
         stored, installed = keyring.get_password(KEYRING_SERVICE, url), True
     if stored:
         return str(stored).strip()
-    where = f" or the OS keyring (service {KEYRING_SERVICE!r}, user {url!r})" if installed else ""
+    where = (
+        f" or the OS keyring (service {KEYRING_SERVICE!r}, user {url!r})"
+        if installed
+        else f", or keep it in the OS keyring (pip install keyring, then keyring set {KEYRING_SERVICE} {url})"
+    )
     raise ConfigError(f"no token for {url}: set {TOKEN_ENV}{where} (threadloom admin token create on the server)")
 
 
