@@ -133,10 +133,24 @@ def test_maintenance_reports_and_restores_only_the_callers_own(world: World) -> 
     assert dry.pruned == [bens] and dry.scored == 1
     applied = world.maintenance.run(now=later, viewer=BEN.viewer())
     assert applied.pruned == [bens] and anas not in str(applied.as_dict())
+    assert world.recall.stats(ANA)["archived"] == 0  # ben's pass changed nothing of hers
+    assert world.maintenance.run(now=later, viewer=ANA.viewer()).pruned == [anas]
     with pytest.raises(NotFound):
         world.maintenance.restore(anas, BEN)
     assert world.maintenance.restore(anas, ANA).id == anas
     assert world.recall.stats(BEN)["archived"] == 1 and world.recall.stats(ANA)["archived"] == 0
+
+
+def test_a_users_pass_leaves_the_others_memories_and_the_stores_pass_due(world: World) -> None:
+    from threadloom.store import jobs
+
+    anas = world.put(ANA, "the staging cluster restarts at noon")
+    later = now_ms() + 200 * DAY_MS
+    assert world.maintenance.run(now=later, viewer=BEN.viewer()).scored == 0
+    assert world.memory.get(anas, ANA).status != "pruned"
+    assert world.store.read(lambda r: jobs.last_run(r, "memory.maintenance")) is None
+    assert world.store.read(lambda r: jobs.last_run(r, "memory.maintenance:ben")) is not None
+    assert world.maintenance.run(now=later).pruned == [anas]  # the store's own pass takes it
 
 
 def test_only_the_owner_changes_a_shared_memory(world: World) -> None:

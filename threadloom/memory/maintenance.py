@@ -61,9 +61,12 @@ class Maintenance:
         self.holder = jobs.holder_id()
 
     def run(self, dry_run: bool = False, now: int | None = None, viewer: Viewer | None = None) -> PassReport:
-        """One pass over every user's memories. The report counts only what `viewer` may see (everything for
-        the daemon's own job, which has no viewer)."""
+        """One pass over every user's memories (the serving process's own job, with no viewer), or over
+        `viewer`'s own alone: another user's memories wait for the store's pass, which its operator may have
+        turned off (`THREADLOOM_MAINTENANCE_INTERVAL=0`). Such a pass is recorded as `memory.maintenance:<user>`,
+        so it never puts the store's pass off."""
         now = now if now is not None else now_ms()
+        job = JOB if viewer is None else f"{JOB}:{viewer.user}"
         report = PassReport(dry_run=dry_run)
         if not dry_run and not self._store.write(lambda w: jobs.acquire(w, JOB, self.holder, now_ms(), LEASE_MS)):
             report.ran = False
@@ -94,7 +97,7 @@ class Maintenance:
                 outcome = report.as_dict()
 
                 def finish(w: Writer) -> None:
-                    jobs.record_run(w, JOB, started, now_ms(), dry_run, outcome if viewer is None else {})
+                    jobs.record_run(w, job, started, now_ms(), dry_run, outcome)
                     detail = {k: outcome[k] for k in ("scored", "pruned", "transitions")} if viewer is None else {}
                     record_event(w, _job_provenance(), JOB, detail)
                     jobs.release(w, JOB, self.holder)

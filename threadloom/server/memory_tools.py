@@ -309,9 +309,9 @@ async def memory_maintain(
         bool, Field(description="Instead: merge your near-duplicate memories, notes and quotes.")
     ] = False,
 ) -> dict[str, Any]:
-    """Run the maintenance pass (rescore, lifecycle, prune into a 30-day archive), or restore one of
-    your pruned memories. It runs by itself in the background: call it to preview (the default dry
-    run) or to restore. The report covers the memories you can see. With consolidate, each set of
+    """Run the maintenance pass (rescore, lifecycle, prune into a 30-day archive) over your own memories,
+    or restore one of your pruned memories. It runs by itself in the background over everyone's: call it
+    to preview (the default dry run) or to restore. With consolidate, each set of
     your near-duplicates merges into one survivor keeping every edge and source, the rest superseded.
 
     Returns {dry_run, ran, scored, transitions, pruned, pruned_ids, promoted_to_core, archive_purged,

@@ -15,16 +15,17 @@ from threadloom.store.visibility import seen_by, visibility_sql
 
 def scoring_inputs(r: Reader, after: str, limit: int, viewer: Viewer | None) -> list[tuple[Any, ...]]:
     """A page of what scoring needs, by id: (id, last_reactivated_at, recalls, degree, pinned, core, visibility,
-    status, decay_score, category, owner, project, seen), where `seen` says whether `viewer` may see it (always,
-    with no viewer): a pass acts on every memory but reports to its caller only what they may see."""
+    status, decay_score, category, owner, project, seen): every memory for the store's own pass (no viewer),
+    else the viewer's own, since a pass a user asks for changes nothing of anyone else's."""
     seen, params = seen_by(viewer)
+    own = "" if viewer is None else "AND m.owner = :pass_owner "
     return r.tuples(
         "SELECT m.id, m.last_reactivated_at, m.reactivation_count, "
         f"{memories.counted_edges_sql('m')}, "
         "m.pinned, m.core_key IS NOT NULL, m.visibility, m.status, m.decay_score, m.category, m.owner, "
         f"COALESCE(m.project, ''), CASE WHEN {seen} THEN 1 ELSE 0 END "
-        "FROM memories m WHERE m.id > :after ORDER BY m.id LIMIT :limit",
-        params | {"after": after, "limit": limit},
+        f"FROM memories m WHERE m.id > :after {own}ORDER BY m.id LIMIT :limit",
+        params | {"after": after, "limit": limit} | ({} if viewer is None else {"pass_owner": viewer.user}),
     )
 
 
