@@ -155,6 +155,7 @@ def test_the_admin_cli_shows_a_token_once_and_refuses_unknown_names(home: Path) 
     assert token.startswith("tlk_") and "not shown again" in made.stderr
     listed = cli(home, "admin", "token", "list")
     assert "dora" in listed.stdout and "active" in listed.stdout and token not in listed.stdout
+    assert "created 20" in listed.stdout and "last used never" in listed.stdout
     for args, words in (
         (("org", "member", "add", "initech", "zed"), "no user 'zed'"),
         (("token", "create", "zed"), "no user 'zed'"),
@@ -168,7 +169,7 @@ def test_the_admin_cli_shows_a_token_once_and_refuses_unknown_names(home: Path) 
         assert done.returncode == 2 and words in done.stderr, (args, done.stderr)
     token_id = token.split("_")[1]
     assert cli(home, "admin", "token", "revoke", token_id).returncode == 0
-    assert "revoked" in cli(home, "admin", "token", "list", "dora").stdout
+    assert "  revoked 20" in cli(home, "admin", "token", "list", "dora").stdout  # the state, then its date
 
 
 def test_a_server_admin_is_granted_and_revoked_by_name_and_read_at_every_access(

@@ -195,7 +195,12 @@ def token_list(
         return
     for t in tokens:
         expiry = iso(t.expires_at) if t.expires_at is not None else "never"
-        out.print(f"{t.id}  {escape(t.account)}  {t.state(now):<7}  expires {expiry}  {escape(t.label)}")
+        used = iso(t.last_used_at) if t.last_used_at is not None else "never"
+        revoked = f"  revoked {iso(t.revoked_at)}" if t.revoked_at is not None else ""
+        out.print(
+            f"{t.id}  {escape(t.account)}  {t.state(now):<7}  created {iso(t.created_at)}  expires {expiry}  "
+            f"last used {used}{revoked}  {escape(t.label)}"
+        )
 
 
 @token_cmd.command("revoke")
