@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fakes import HashingEmbedder
+from tests.sqlite_template import fresh_store
 from tests.test_thread_service import git
 from threadloom.consolidate.service import Consolidator, Options
 from threadloom.consolidate.sources import sources_of
@@ -60,7 +61,7 @@ class World:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "c.db")
+    s = open_store(fresh_store(tmp_path / "c.db"))
     yield s
     s.close()
 

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from tests.sqlite_template import fresh_store
 from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.store import jobs
@@ -27,7 +28,7 @@ TTL = 120_000
 
 @pytest.fixture
 def store(tmp_path: Path) -> SqliteStore:
-    return open_store(tmp_path / "threadloom.db")
+    return open_store(fresh_store(tmp_path / "threadloom.db"))
 
 
 def holder_process() -> tuple[subprocess.Popen[str], str]:
