@@ -97,6 +97,7 @@ def fixture_scores(world: World) -> tuple[float, float, dict[str, Any]]:
     return precision, len(together & truth) / len(truth), report
 
 
+@pytest.mark.slow  # loads the model and embeds the whole fixture
 def test_the_fixture_merges_nothing_unrelated_with_the_model(store: SqliteStore, tmp_path: Path, e5: Embedder) -> None:
     precision, recall, report = fixture_scores(World(store, tmp_path, e5))
     print(f"fixture with the local e5: precision {precision:.2f}, recall {recall:.2f}")

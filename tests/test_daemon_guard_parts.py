@@ -206,6 +206,7 @@ print(json.dumps({"left": reap_inherited(children), "zombie": processes.read(chi
 """
 
 
+@pytest.mark.slow  # real processes, one of them exec'd
 def test_children_of_the_image_before_an_exec_are_reaped_and_nothing_else_is_touched() -> None:
     """The guard's restart execs a fresh daemon: the supervisors the old image started are still this
     process's children, and are reaped once they exit; a process named in the list that is not this one's
