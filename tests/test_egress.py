@@ -90,7 +90,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, World]:
 def world(request: pytest.FixtureRequest, built: dict[str, World], tmp_path: Path) -> Iterator[World]:
     """A fresh copy of the policy's world for one test: the same store, sessions and repository as `build` makes."""
     made = built[request.param]
-    home = shutil.copytree(made.runtime.settings.home, tmp_path / "home")
+    # Not the shared-memory index: SQLite rebuilds it from the log the copy carries.
+    home = shutil.copytree(made.runtime.settings.home, tmp_path / "home", ignore=shutil.ignore_patterns("*-shm"))
     runtime = open_runtime(settings(home, request.param), "cli")
     yield World(runtime, made.repo, made.users)
     runtime.close()
