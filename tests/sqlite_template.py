@@ -4,8 +4,8 @@ CPU, and the fast tier made about 630 fresh stores.
 
 A copy is the file `open_store` makes: WAL, incremental auto-vacuum, 0600 in a 0700 folder, every migration recorded,
 stamped with the time of the copy as a new store's are (a moved store is known by when it was born: its first
-migration). Opening it runs the real `initialise`, which finds nothing to apply. The tests of making and migrating a
-store (test_store.py, test_migrate*.py, every test through a `home`) make their own files and take no copy."""
+migration). Opening it runs the real `initialise`, which finds nothing to apply. The tests of making a store and
+of migrating its schema (test_store.py), and every test through a `home`, make their own files and take no copy."""
 
 from __future__ import annotations
 
