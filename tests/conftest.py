@@ -9,6 +9,7 @@ import pytest
 
 from tests import postgres_server
 from tests.helpers import HOMES, new_home, processes_using, stop_everything
+from tests.sqlite_template import fresh_store
 from threadloom.store.base import Store
 from threadloom.store.sqlite import open_store
 
@@ -74,7 +75,10 @@ class Backend:
 
     def open(self, **options: int) -> Store:
         if self.name == "sqlite":
-            return open_store(self._tmp_path / "threadloom.db", **options)
+            path = self._tmp_path / "threadloom.db"
+            if not path.exists():
+                fresh_store(path)  # a copy of one migrated a run, as PostgreSQL's is (tests/sqlite_template.py)
+            return open_store(path, **options)
         if self.url is None:
             self.url = self._request.getfixturevalue("postgres_url")
         from threadloom.store.postgres import open_postgres

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.sqlite_template import fresh_home
 from threadloom.config import Settings
 from threadloom.identity import Provenance
 from threadloom.memory.model import Link, NewMemory
@@ -29,6 +30,8 @@ class World:
 
 
 def runtime(home: Path) -> Runtime:
+    if not (home / "threadloom.db").exists():
+        fresh_home(home)  # a copy of a store migrated once a run (tests/sqlite_template.py)
     return open_runtime(Settings(home=home, embedder="none", ingest=False, user="alice"), "cli")
 
 

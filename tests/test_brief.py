@@ -14,6 +14,7 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
+from tests.sqlite_template import fresh_home
 from threadloom import tokens
 from threadloom.brief import DEFAULT_BUDGET, MAX_BUDGET, MIN_BUDGET, fence, now, render_brief, render_now, slots
 from threadloom.brief import render as render
@@ -55,7 +56,7 @@ def build(tmp: Path) -> World:
     repo = tmp / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    runtime = open_runtime(Settings(home=tmp / "home", embedder="none"), "cli")
+    runtime = open_runtime(Settings(home=fresh_home(tmp / "home"), embedder="none"), "cli")
     alice, alice2, bob = (
         join(runtime, repo, *who) for who in (("alice-1", "alice"), ("alice-2", "alice"), ("bob-1", "bob"))
     )

@@ -65,6 +65,7 @@ def test_a_home_too_long_for_a_socket_is_refused(monkeypatch: pytest.MonkeyPatch
         load_settings()
 
 
+@pytest.mark.slow  # a fresh Python process imports every surface of the package
 def test_importing_the_package_reads_no_configuration(tmp_path: Path) -> None:
     env = {"THREADLOOM_DAEMON_IDLE_TIMEOUT": "not-a-number", "THREADLOOM_HOME": str(tmp_path), "PATH": ""}
     code = (

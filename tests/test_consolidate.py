@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from tests.fakes import HashingEmbedder
+from tests.sqlite_template import fresh_store
 from tests.test_thread_service import git
 from threadloom.consolidate.service import Consolidator, Options
 from threadloom.consolidate.sources import sources_of
@@ -60,7 +61,7 @@ class World:
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[SqliteStore]:
-    s = open_store(tmp_path / "c.db")
+    s = open_store(fresh_store(tmp_path / "c.db"))
     yield s
     s.close()
 
@@ -96,6 +97,7 @@ def fixture_scores(world: World) -> tuple[float, float, dict[str, Any]]:
     return precision, len(together & truth) / len(truth), report
 
 
+@pytest.mark.slow  # loads the model and embeds the whole fixture
 def test_the_fixture_merges_nothing_unrelated_with_the_model(store: SqliteStore, tmp_path: Path, e5: Embedder) -> None:
     precision, recall, report = fixture_scores(World(store, tmp_path, e5))
     print(f"fixture with the local e5: precision {precision:.2f}, recall {recall:.2f}")

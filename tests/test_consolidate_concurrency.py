@@ -34,6 +34,7 @@ FACTS = [
 ]
 
 
+@pytest.mark.slow  # a bounded load test: eight writers beside the pass
 def test_consolidation_while_eight_sessions_write_loses_nothing(tmp_path: Path) -> None:
     db = tmp_path / "busy.db"
     first = open_store(db)

@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from threadloom.clock import now_ms
 from threadloom.memory.model import content_digest, memory_document, new_memory_id
 from threadloom.store import documents, memories
@@ -92,6 +94,7 @@ def _killed_midway(db: Path) -> tuple[int, int, int, int]:
     return state(db)
 
 
+@pytest.mark.slow  # real processes, one killed mid-pass
 def test_a_pass_killed_midway_leaves_whole_merges_and_the_next_finishes(tmp_path: Path) -> None:
     # On a busy machine the pass can finish between two looks; then the attempt is repeated on a new store.
     for attempt in range(5):

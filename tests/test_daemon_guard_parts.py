@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
+from tests.sqlite_template import fresh_store
 from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.store import jobs
@@ -27,7 +28,7 @@ TTL = 120_000
 
 @pytest.fixture
 def store(tmp_path: Path) -> SqliteStore:
-    return open_store(tmp_path / "threadloom.db")
+    return open_store(fresh_store(tmp_path / "threadloom.db"))
 
 
 def holder_process() -> tuple[subprocess.Popen[str], str]:
@@ -205,6 +206,7 @@ print(json.dumps({"left": reap_inherited(children), "zombie": processes.read(chi
 """
 
 
+@pytest.mark.slow  # real processes, one of them exec'd
 def test_children_of_the_image_before_an_exec_are_reaped_and_nothing_else_is_touched() -> None:
     """The guard's restart execs a fresh daemon: the supervisors the old image started are still this
     process's children, and are reaped once they exit; a process named in the list that is not this one's

@@ -5,6 +5,7 @@ first's claims or quotes under any policy. A real SQLite store, a real git repos
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -55,11 +56,15 @@ def validated(model: UserModel, prov: Provenance, text: str) -> str:
     return claim_id
 
 
+def settings(home: Path, policy: str) -> Settings:
+    return Settings(home=home, embedder="none", egress=policy)  # type: ignore[arg-type]
+
+
 def build(tmp: Path, policy: str) -> World:
     repo = tmp / "repo"
     repo.mkdir()
     subprocess.run(["git", "init", "-q", "-b", "main", str(repo)], check=True)
-    runtime = open_runtime(Settings(home=tmp / "home", embedder="none", egress=policy), "cli")  # type: ignore[arg-type]
+    runtime = open_runtime(settings(tmp / "home", policy), "cli")
     users = {f"{u}/{v}": join(runtime, repo, u, v) for u in ("ana", "bob") for v in READERS}
     ana = users["ana/claude"]
     runtime.threads.create_project(ana, "Shop")
@@ -71,11 +76,25 @@ def build(tmp: Path, policy: str) -> World:
     return World(runtime, repo, users)
 
 
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, World]:
+    """Each policy's world, built once for the module (its runtime closed): a test works on a copy of its home."""
+    worlds: dict[str, World] = {}
+    for policy in POLICIES:
+        worlds[policy] = build(tmp_path_factory.mktemp(f"egress-{policy}"), policy)
+        worlds[policy].runtime.close()
+    return worlds
+
+
 @pytest.fixture(params=POLICIES)
-def world(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[World]:
-    made = build(tmp_path, request.param)
-    yield made
-    made.runtime.close()
+def world(request: pytest.FixtureRequest, built: dict[str, World], tmp_path: Path) -> Iterator[World]:
+    """A fresh copy of the policy's world for one test: the same store, sessions and repository as `build` makes."""
+    made = built[request.param]
+    # Not the shared-memory index: SQLite rebuilds it from the log the copy carries.
+    home = shutil.copytree(made.runtime.settings.home, tmp_path / "home", ignore=shutil.ignore_patterns("*-shm"))
+    runtime = open_runtime(settings(home, request.param), "cli")
+    yield World(runtime, made.repo, made.users)
+    runtime.close()
 
 
 def expected(policy: str, reader: str) -> set[str]:

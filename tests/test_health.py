@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import Backend
+from tests.sqlite_template import fresh_home
 from threadloom.clock import now_ms
 from threadloom.config import Settings
 from threadloom.health.journal import changes
@@ -27,7 +28,7 @@ DAY = 86_400_000
 
 @pytest.fixture
 def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    rt = open_runtime(Settings(home=tmp_path / "home", embedder="none", ingest=False, user="alice"), "cli")
+    rt = open_runtime(Settings(home=fresh_home(tmp_path / "home"), embedder="none", ingest=False, user="alice"), "cli")
     yield rt
     rt.close()
 

@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 import pytest
 
 from tests.conftest import Backend
+from tests.sqlite_template import fresh_store
 from tests.store_scan import holding
 from threadloom.ingest import IngestConfig, Ingester, transcript_status
 from threadloom.ingest.exclusions import parse_globs
@@ -65,7 +66,7 @@ def count(store: Store, sql: str) -> int:
 def store(backend: Backend, tmp_path: Path) -> Store:
     """The store each test ingests into: a SQLite file, and a PostgreSQL database (the slow tier)."""
     if backend.name == "sqlite":
-        return open_store(tmp_path / "db" / "threadloom.db")
+        return open_store(fresh_store(tmp_path / "db" / "threadloom.db"))
     return backend.open()
 
 

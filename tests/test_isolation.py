@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes import HashingEmbedder
+from tests.sqlite_template import fresh_store
 from threadloom.clock import now_ms
 from threadloom.coordination.presence import PresenceService
 from threadloom.coordination.signals import SignalService
@@ -53,7 +54,7 @@ class World:
 
 @pytest.fixture
 def world(tmp_path: Path) -> Iterator[World]:
-    store = open_store(tmp_path / "w.db")
+    store = open_store(fresh_store(tmp_path / "w.db"))
     yield World(store)
     store.close()
 

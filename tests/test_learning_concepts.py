@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.fakes import HashingEmbedder
+from tests.sqlite_template import fresh_home
 from threadloom.config import Settings
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.learning.concepts import Concepts, confidence
@@ -19,7 +20,7 @@ from threadloom.runtime import Runtime, open_runtime
 
 @pytest.fixture
 def runtime(tmp_path: Path) -> Iterator[Runtime]:
-    rt = open_runtime(Settings(home=tmp_path / "home", embedder="none"), "cli")
+    rt = open_runtime(Settings(home=fresh_home(tmp_path / "home"), embedder="none"), "cli")
     yield rt
     rt.close()
 

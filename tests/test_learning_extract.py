@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from tests.sqlite_template import fresh_store
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.learning.candidates import Candidates
 from threadloom.learning.extract import MAX_CANDIDATE_CHARS, harvest
@@ -32,7 +33,7 @@ LOCALE_FLOOR = 0.75  # per locale, dev split
 
 @pytest.fixture
 def store(tmp_path: Path) -> Any:
-    s = open_store(tmp_path / "threadloom.db")
+    s = open_store(fresh_store(tmp_path / "threadloom.db"))
     yield s
     s.close()
 

@@ -122,6 +122,7 @@ store.close()
 """
 
 
+@pytest.mark.slow  # two real processes over 3,000 turns
 def test_two_processes_racing_one_pass_queue_each_sentence_once(runtime: Runtime, tmp_path: Path) -> None:
     turns = [("user", f"Always check queue {n} before draining it. Thanks for {n}.") for n in range(3_000)]
     seed(runtime.store, "alice", "big", turns)

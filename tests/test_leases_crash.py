@@ -112,6 +112,7 @@ def lease(rt: Runtime, name: str) -> tuple[str, int] | None:
     return None if row is None else (str(row["holder"]), int(row["expires_at"]))
 
 
+@pytest.mark.slow  # a real process per family, killed mid-pass
 @pytest.mark.parametrize("family", sorted(JOBS))
 def test_a_pass_killed_midway_leaves_a_lease_the_next_pass_takes_at_once(tmp_path: Path, family: str) -> None:
     home = tmp_path / "home"

@@ -7,6 +7,8 @@ import os
 import time
 from pathlib import Path
 
+import pytest
+
 from threadloom.threads.file_cache import RACY_NS, FileCache
 from threadloom.threads.repository import Repository
 
@@ -23,6 +25,7 @@ def counting() -> tuple[FileCache[str], list[str]]:
     return FileCache(parse, (ValueError,)), parsed
 
 
+@pytest.mark.slow  # waits out the racy window (RACY_NS, 2 s)
 def test_only_changed_files_are_parsed_again_and_a_hand_edit_is_always_seen(tmp_path: Path) -> None:
     folder = tmp_path / "t"
     folder.mkdir()
