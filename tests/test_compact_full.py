@@ -91,9 +91,8 @@ def test_a_full_compaction_gives_space_back_and_the_store_works_after(home: Path
     assert cli(home, "stats").returncode == 0
 
 
+@pytest.mark.parametrize("backend", ["postgresql"], indirect=True)  # PostgreSQL's table locks
 def test_a_table_held_by_another_transaction_stops_a_full_compaction_clearly(home: Path) -> None:
-    if home not in _URLS:
-        pytest.skip("PostgreSQL's table locks")
     assert cli(home, "stats").returncode == 0
     with psycopg.connect(_URLS[home]) as conn:
         conn.execute("SELECT count(*) FROM events").fetchone()  # an open transaction: ACCESS SHARE on events
