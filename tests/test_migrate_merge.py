@@ -150,6 +150,10 @@ def test_two_laptops_move_into_one_team_database(tmp_path: Path, postgres_url: s
         grown.write(lambda w: record_event(w, alice, "memory.stored", {}, bookkeeping=True))
     finally:
         grown.close()
+    stored = cli(alice_home, "memory", "store", "the release train leaves on thursdays")  # full-text rows too
+    assert stored.returncode == 0, stored.stderr
+    again = snapshot(postgres_url)
     refused = cli(alice_home, "migrate", "--to", postgres_url)
     assert refused.returncode == 2 and "has grown since it moved into" in refused.stderr, refused.stderr
     assert "events" in refused.stderr and snapshot(postgres_url) == again
+    assert "_fts_" not in refused.stderr  # the tables a person knows, not SQLite's full-text index's own

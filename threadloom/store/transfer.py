@@ -368,7 +368,7 @@ def _check_extents(source: Store, target: Store, sid: str) -> tuple[bool, dict[s
     others, extents = int(found[0]), found[1]
     if others and extents:
         now = source.read(partial(_largest_ids, tables=list(extents)))
-        grown = sorted(t for t, largest in now.items() if largest > extents[t])
+        grown = sorted(t for t, largest in now.items() if largest > extents[t] and "_fts_" not in t)  # not FTS5's own
         if grown:
             raise StoreError(
                 f"this store has grown since it moved into {target.location} ({', '.join(grown)}), and another "
