@@ -213,3 +213,39 @@ async def test_a_node_killed_after_reopening_a_thread_but_before_its_note_keeps_
     assert "replayed" not in again, again
     with psycopg.connect(postgres_url) as conn:
         assert [row[0] for row in conn.execute("SELECT text FROM thread_notes")] == [note["text"]]
+
+
+async def test_a_node_killed_before_moving_the_session_to_a_new_thread_leaves_the_key_for_the_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """thread_create indexed the new thread (claiming the call's idempotency key) and then moved the session's
+    cursor to it in a second write: a node killed between them left the session on its old thread, and the retry
+    with the same key was answered "replayed", so the session never moved. Now the cursor moves in the
+    transaction that indexes the thread and claims the key: killed before it commits, the retry does it all."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("creator", repo)
+    create = {"title": "Flaky test", "idempotency_key": "create-1"}
+    with plain_node(home, repo, postgres_url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
+            with psycopg.connect(postgres_url) as blocker:  # the cursor's write waits; the thread's index does not
+                blocker.execute("LOCK TABLE thread_cursors IN SHARE MODE")
+                async with anyio.create_task_group() as tg:
+
+                    async def creating() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("thread_create", create)
+
+                    tg.start_soon(creating)
+                    await lock_waiter(postgres_url, "INSERT INTO thread_cursors")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.rollback()
+    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("thread_create", create))
+    assert "replayed" not in again, again
+    with psycopg.connect(postgres_url) as conn:
+        assert [row[0] for row in conn.execute("SELECT thread FROM thread_cursors WHERE session_id = 'creator'")] == [
+            again["id"]
+        ]
