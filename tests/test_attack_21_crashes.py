@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from tests.backend_home import _URLS
 from tests.helpers import structured
 from tests.http_server import Served, client, git_repo, start_http
+from tests.spawning import FAKE
 from tests.team_server import Team, call, make_team, team_client
 from tests.test_multinode import TOKEN, session
 from tests.test_remote import remote
@@ -61,9 +62,9 @@ def node_on(home: Path, repo: Path, url: str, port: int | None = None) -> Node:
     return start_http(home, repo, accounts=True, port=port, THREADLOOM_STORE_URL=url)
 
 
-def plain_node(home: Path, repo: Path, url: str, port: int | None = None) -> Node:
+def plain_node(home: Path, repo: Path, url: str, port: int | None = None, **env: str) -> Node:
     """One person's `serve --http` node on the database (tests/test_multinode.py's)."""
-    return start_http(home, repo, port=port, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana")
+    return start_http(home, repo, port=port, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana", **env)
 
 
 def current(url: str) -> list[tuple[str, str, str | None]]:
@@ -249,3 +250,49 @@ async def test_a_node_killed_before_moving_the_session_to_a_new_thread_leaves_th
         assert [row[0] for row in conn.execute("SELECT thread FROM thread_cursors WHERE session_id = 'creator'")] == [
             again["id"]
         ]
+
+
+async def test_a_spawn_killed_before_recording_its_child_is_answered_with_the_task_as_it_is_on_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """spawn admits its task (claiming the call's idempotency key) and then records the child it started in a second
+    write. A node killed between them left the retry a bare "replayed" with no task id, and the task `starting` with
+    no pid though its child ran. Now the admission keeps the task's id with the key, and the retry answers the task
+    as it is now: judged by its records, done. The second write is held by a trigger waiting on a lock the test
+    holds (no table lock stops it and not the admission's INSERT)."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("spawner", repo)
+    spawn = {"prompt": "sleep 0", "idempotency_key": "spawn-1"}
+    with plain_node(home, repo, postgres_url, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("tasks", {})  # the schema is there
+            with psycopg.connect(postgres_url, autocommit=True) as blocker:
+                blocker.execute(
+                    "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+                blocker.execute("CREATE TRIGGER gate BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION gate()")
+                blocker.execute("SELECT pg_advisory_lock(4242)")
+                async with anyio.create_task_group() as tg:
+
+                    async def spawning() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("spawn", spawn)
+
+                    tg.start_soon(spawning)
+                    await lock_waiter(postgres_url, "UPDATE tasks SET pid")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.execute("DROP TRIGGER gate ON tasks")
+                blocker.execute("SELECT pg_advisory_unlock(4242)")
+    with psycopg.connect(postgres_url) as conn:
+        [(task_id, status)] = conn.execute("SELECT id, status FROM tasks").fetchall()
+    assert status == "starting"
+    with anyio.fail_after(60):  # its supervisor outlived the node and records how the child ended
+        while not (home / "tasks" / f"{task_id}.1.exit").exists():
+            await anyio.sleep(0.05)
+    with plain_node(home, repo, postgres_url, port=served.port, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("spawn", spawn))
+    assert again["replayed"] is True and again["id"] == task_id, again
+    assert again["status"] == "done" and again["exit_code"] == 0, again

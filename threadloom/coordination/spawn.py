@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from threadloom import requests
 from threadloom.clock import now_ms
 from threadloom.coordination import admission, supervision, tournament
 from threadloom.coordination.admission import AdmissionRefused, Attempt, SpawnConfig
@@ -98,7 +99,13 @@ class SpawnService:
         task_id = "t_" + secrets.token_hex(6)
         self._logs.mkdir(parents=True, exist_ok=True, mode=0o700)
         log_path = self._logs / f"{task_id}.log"
-        self._admit(prov, task_id, role, agent, workdir, argv, timeout_s, tournament, log_path)
+        admitted = Attempt(self._logs, task_id, 1)
+        admitted.admitted()  # killed before its child starts, this process is seen gone: the task is lost
+        try:
+            self._admit(prov, task_id, role, agent, workdir, argv, timeout_s, tournament, log_path)
+        except BaseException:
+            admitted.run_record.unlink(missing_ok=True)
+            raise
         child_toolset = with_coordination(toolset or self.config.toolset)
         vendor = agent if agent in AGENT_COMMANDS else None
         self._start(
@@ -150,6 +157,8 @@ class SpawnService:
             )  # fmt: skip
             jobs.beat(w, self.node, now, self.config.node_lease_ms)
             record_event(w, prov, "task.spawned", {"id": task_id, "role": role, "agent": agent})
+            if tournament is None:  # a retry of a spawn killed before it answered finds its task
+                requests.keep(w, {"id": task_id})
 
         self._store.write(tx)
 
@@ -171,6 +180,14 @@ class SpawnService:
             return len(admission.settle(w, self.node, now)[1])
 
         return self._store.write(tx)
+
+    def replayed(self, earlier: dict[str, Any], prov: Provenance) -> dict[str, Any]:
+        """A retried spawn's answer: the task the first call admitted as it is now (after `settle`: a task whose
+        spawning process was killed before its child started reads `lost`), never the first answer alone."""
+        if not isinstance(earlier.get("id"), str):
+            return earlier
+        self.settle()
+        return self.status(earlier["id"], prov) | {"replayed": True}
 
     def unsettled(self) -> int:
         """How many tasks `settle` would record now (their processes gone); only reads."""
