@@ -296,3 +296,48 @@ async def test_a_spawn_killed_before_recording_its_child_is_answered_with_the_ta
             again = structured(await c.call_tool("spawn", spawn))
     assert again["replayed"] is True and again["id"] == task_id, again
     assert again["status"] == "done" and again["exit_code"] == 0, again
+
+
+async def test_a_core_memory_rewrite_killed_before_its_priority_is_set_is_finished_by_the_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """memory_core with a new text for a key amends the memory (the core slot moves to the correction, at its old
+    priority) and then sets the priority asked for, in a second write. The amend claimed the call's idempotency
+    key: a node killed between them left the old priority, and the retry was answered "replayed". Now the amend
+    does not claim it, and the retry finds the new text in place and sets the priority. The second write is held by
+    a trigger on its event waiting on a lock the test holds."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("corer", repo)
+    rewrite = {"key": "build.command", "content": "make test-all", "priority": 90, "idempotency_key": "core-1"}
+    with plain_node(home, repo, postgres_url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("memory_core", {"key": "build.command", "content": "make test", "priority": 10})
+            with psycopg.connect(postgres_url, autocommit=True) as blocker:
+                blocker.execute(
+                    "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+                blocker.execute(
+                    "CREATE TRIGGER gate BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.kind = 'memory.core') "
+                    "EXECUTE FUNCTION gate()"
+                )
+                blocker.execute("SELECT pg_advisory_lock(4242)")
+                async with anyio.create_task_group() as tg:
+
+                    async def rewriting() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("memory_core", rewrite)
+
+                    tg.start_soon(rewriting)
+                    await lock_waiter(postgres_url, "INSERT INTO events")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.execute("DROP TRIGGER gate ON events")
+                blocker.execute("SELECT pg_advisory_unlock(4242)")
+    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("memory_core", rewrite))
+    assert "replayed" not in again, again
+    with psycopg.connect(postgres_url) as conn:
+        core = conn.execute("SELECT content, core_priority FROM memories WHERE core_key = 'build.command'").fetchall()
+    assert core == [("make test-all", 90)]
