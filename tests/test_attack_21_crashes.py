@@ -341,3 +341,47 @@ async def test_a_core_memory_rewrite_killed_before_its_priority_is_set_is_finish
     with psycopg.connect(postgres_url) as conn:
         core = conn.execute("SELECT content, core_priority FROM memories WHERE core_key = 'build.command'").fetchall()
     assert core == [("make test-all", 90)]
+
+
+async def test_a_tournament_killed_after_its_first_admission_is_answered_with_its_digest_on_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """A tournament's first admission claimed the call's idempotency key: a node killed before the call answered
+    left the retry a bare "replayed", with no tournament id to read its answers by. Now the admission keeps the
+    tournament's id with the key, and the retry answers its digest as it is now. Only the admitted roles are in it
+    (the one here, done): a role the killed call never admitted is not started by the retry."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("organiser", repo)
+    tour = {"prompt": "sleep 0", "roles": ["critic", "builder"], "wait_s": 0, "idempotency_key": "tour-1"}
+    with plain_node(home, repo, postgres_url, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("tasks", {})  # the schema is there
+            with psycopg.connect(postgres_url, autocommit=True) as blocker:
+                blocker.execute(
+                    "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+                blocker.execute("CREATE TRIGGER gate BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION gate()")
+                blocker.execute("SELECT pg_advisory_lock(4242)")
+                async with anyio.create_task_group() as tg:
+
+                    async def organising() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("tournament", tour)
+
+                    tg.start_soon(organising)
+                    await lock_waiter(postgres_url, "UPDATE tasks SET pid")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.execute("DROP TRIGGER gate ON tasks")
+                blocker.execute("SELECT pg_advisory_unlock(4242)")
+    with psycopg.connect(postgres_url) as conn:
+        [(task_id, tour_id, role)] = conn.execute("SELECT id, tournament, role FROM tasks").fetchall()
+    with anyio.fail_after(60):  # its supervisor outlived the node and records how the child ended
+        while not (home / "tasks" / f"{task_id}.1.exit").exists():
+            await anyio.sleep(0.05)
+    with plain_node(home, repo, postgres_url, port=served.port, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("tournament", tour))
+    assert again["replayed"] is True and again["tournament"] == tour_id, again
+    assert [(e["task"], e["role"], e["status"]) for e in again["entries"]] == [(task_id, role, "done")], again

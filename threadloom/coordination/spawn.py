@@ -157,8 +157,8 @@ class SpawnService:
             )  # fmt: skip
             jobs.beat(w, self.node, now, self.config.node_lease_ms)
             record_event(w, prov, "task.spawned", {"id": task_id, "role": role, "agent": agent})
-            if tournament is None:  # a retry of a spawn killed before it answered finds its task
-                requests.keep(w, {"id": task_id})
+            # a retry of a call killed before it answered finds its task, or its tournament
+            requests.keep(w, {"id": task_id} if tournament is None else {"tournament": tournament})
 
         self._store.write(tx)
 
@@ -182,12 +182,18 @@ class SpawnService:
         return self._store.write(tx)
 
     def replayed(self, earlier: dict[str, Any], prov: Provenance) -> dict[str, Any]:
-        """A retried spawn's answer: the task the first call admitted as it is now (after `settle`: a task whose
-        spawning process was killed before its child started reads `lost`), never the first answer alone."""
-        if not isinstance(earlier.get("id"), str):
+        """A retried spawn's (or tournament's) answer: the task (the tournament's digest) the first call admitted
+        as it is now, after `settle` (a task whose spawning process was killed before its child started reads
+        `lost`), never the first answer alone."""
+        task, tour = earlier.get("id"), earlier.get("tournament")
+        if not isinstance(task, str) and not isinstance(tour, str):
             return earlier
         self.settle()
-        return self.status(earlier["id"], prov) | {"replayed": True}
+        try:
+            now = self.status(task, prov) if isinstance(task, str) else self.digest(str(tour), prov)
+        except NotFound:  # its rows are gone (retention): what the first call answered
+            return earlier
+        return now | {"replayed": True}
 
     def unsettled(self) -> int:
         """How many tasks `settle` would record now (their processes gone); only reads."""
