@@ -385,3 +385,40 @@ async def test_a_tournament_killed_after_its_first_admission_is_answered_with_it
             again = structured(await c.call_tool("tournament", tour))
     assert again["replayed"] is True and again["tournament"] == tour_id, again
     assert [(e["task"], e["role"], e["status"]) for e in again["entries"]] == [(task_id, role, "done")], again
+
+
+async def test_a_summary_killed_before_its_session_moves_leaves_the_key_for_the_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """thread_summary on the session's own thread (no thread_id) indexed the change (claiming the call's key) and
+    then recorded the session on that thread in a second write: killed between, the retry was answered "replayed"
+    and the session's cursor never written. Now both are one transaction."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("summariser", repo)
+    summary = {"text": "## Decisions\n- the clock is faked in tests", "idempotency_key": "summary-1"}
+    with plain_node(home, repo, postgres_url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
+            await c.call_tool("thread_create", {"title": "Flaky test"})
+            with psycopg.connect(postgres_url) as conn:  # as a session that never recorded where it is
+                conn.execute("DELETE FROM thread_cursors")
+            with psycopg.connect(postgres_url) as blocker:  # the cursor's write waits; the summary's index does not
+                blocker.execute("LOCK TABLE thread_cursors IN SHARE MODE")
+                async with anyio.create_task_group() as tg:
+
+                    async def summarising() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("thread_summary", summary)
+
+                    tg.start_soon(summarising)
+                    await lock_waiter(postgres_url, "INSERT INTO thread_cursors")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.rollback()
+    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("thread_summary", summary))
+    assert "replayed" not in again, again
+    with psycopg.connect(postgres_url) as conn:
+        cursors = [row[0] for row in conn.execute("SELECT thread FROM thread_cursors WHERE session_id = 'summariser'")]
+    assert cursors == [again["id"]]  # where it resolved with no cursor: the root thread

@@ -29,9 +29,16 @@ class Changes:
         self._store = store
         self._engine = engine
 
-    def save(self, files: ThreadFiles, prov: Provenance, threads: Sequence[Thread], scrubber: Scrubber) -> None:
+    def save(
+        self,
+        files: ThreadFiles,
+        prov: Provenance,
+        threads: Sequence[Thread],
+        scrubber: Scrubber,
+        also: Callable[[Writer], None] | None = None,
+    ) -> None:
         """Replace the files of `threads`, in order (call inside `files.locked()`). Put the one whose
-        change says the others are done (a merged child's status) last."""
+        change says the others are done (a merged child's status) last. `also`: as in `create`."""
         texts = [checked(t) for t in threads]
         docs = [_document(files.project, prov, t, scrubber) for t in threads]
         written: list[tuple[str, str | None]] = []
@@ -40,7 +47,7 @@ class Changes:
                 before = files.raw(thread.id)
                 files.put(thread.id, text)
                 written.append((thread.id, before))
-            self._index(files.project, prov, docs)
+            self._index(files.project, prov, docs, also)
         except BaseException:
             _put_back(files, written)
             raise

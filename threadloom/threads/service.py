@@ -243,9 +243,9 @@ class ThreadService(ThreadReads):
             current = Tree(threads).get(check_thread_id(thread_id or self._position(prov, project, files).thread))
             self._own(prov, project, repo, [current], "change a thread")
             updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
-            self._changes.save(files, prov, [updated], self.scrubber)
-        if thread_id is None:  # the session's own thread, perhaps resumed: it is now where the session is
-            self._set_cursor(prov, project.id, updated.id)
+            # the session's own thread, perhaps resumed: it is now where the session is (with the change's key)
+            cursor = partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=updated.id)
+            self._changes.save(files, prov, [updated], self.scrubber, also=cursor if thread_id is None else None)
         return updated
 
 
