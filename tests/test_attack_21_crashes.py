@@ -23,6 +23,7 @@ from mcp.shared.exceptions import MCPError
 from tests.backend_home import _URLS
 from tests.helpers import structured
 from tests.http_server import Served, client, git_repo, start_http
+from tests.spawning import FAKE
 from tests.team_server import Team, call, make_team, team_client
 from tests.test_multinode import TOKEN, session
 from tests.test_remote import remote
@@ -61,9 +62,9 @@ def node_on(home: Path, repo: Path, url: str, port: int | None = None) -> Node:
     return start_http(home, repo, accounts=True, port=port, THREADLOOM_STORE_URL=url)
 
 
-def plain_node(home: Path, repo: Path, url: str, port: int | None = None) -> Node:
+def plain_node(home: Path, repo: Path, url: str, port: int | None = None, **env: str) -> Node:
     """One person's `serve --http` node on the database (tests/test_multinode.py's)."""
-    return start_http(home, repo, port=port, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana")
+    return start_http(home, repo, port=port, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana", **env)
 
 
 def current(url: str) -> list[tuple[str, str, str | None]]:
@@ -213,3 +214,211 @@ async def test_a_node_killed_after_reopening_a_thread_but_before_its_note_keeps_
     assert "replayed" not in again, again
     with psycopg.connect(postgres_url) as conn:
         assert [row[0] for row in conn.execute("SELECT text FROM thread_notes")] == [note["text"]]
+
+
+async def test_a_node_killed_before_moving_the_session_to_a_new_thread_leaves_the_key_for_the_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """thread_create indexed the new thread (claiming the call's idempotency key) and then moved the session's
+    cursor to it in a second write: a node killed between them left the session on its old thread, and the retry
+    with the same key was answered "replayed", so the session never moved. Now the cursor moves in the
+    transaction that indexes the thread and claims the key: killed before it commits, the retry does it all."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("creator", repo)
+    create = {"title": "Flaky test", "idempotency_key": "create-1"}
+    with plain_node(home, repo, postgres_url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
+            with psycopg.connect(postgres_url) as blocker:  # the cursor's write waits; the thread's index does not
+                blocker.execute("LOCK TABLE thread_cursors IN SHARE MODE")
+                async with anyio.create_task_group() as tg:
+
+                    async def creating() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("thread_create", create)
+
+                    tg.start_soon(creating)
+                    await lock_waiter(postgres_url, "INSERT INTO thread_cursors")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.rollback()
+    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("thread_create", create))
+    assert "replayed" not in again, again
+    with psycopg.connect(postgres_url) as conn:
+        assert [row[0] for row in conn.execute("SELECT thread FROM thread_cursors WHERE session_id = 'creator'")] == [
+            again["id"]
+        ]
+
+
+async def test_a_spawn_killed_before_recording_its_child_is_answered_with_the_task_as_it_is_on_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """spawn admits its task (claiming the call's idempotency key) and then records the child it started in a second
+    write. A node killed between them left the retry a bare "replayed" with no task id, and the task `starting` with
+    no pid though its child ran. Now the admission keeps the task's id with the key, and the retry answers the task
+    as it is now: judged by its records, done. The second write is held by a trigger waiting on a lock the test
+    holds (no table lock stops it and not the admission's INSERT)."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("spawner", repo)
+    spawn = {"prompt": "sleep 0", "idempotency_key": "spawn-1"}
+    with plain_node(home, repo, postgres_url, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("tasks", {})  # the schema is there
+            with psycopg.connect(postgres_url, autocommit=True) as blocker:
+                blocker.execute(
+                    "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+                blocker.execute("CREATE TRIGGER gate BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION gate()")
+                blocker.execute("SELECT pg_advisory_lock(4242)")
+                async with anyio.create_task_group() as tg:
+
+                    async def spawning() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("spawn", spawn)
+
+                    tg.start_soon(spawning)
+                    await lock_waiter(postgres_url, "UPDATE tasks SET pid")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.execute("DROP TRIGGER gate ON tasks")
+                blocker.execute("SELECT pg_advisory_unlock(4242)")
+    with psycopg.connect(postgres_url) as conn:
+        [(task_id, status)] = conn.execute("SELECT id, status FROM tasks").fetchall()
+    assert status == "starting"
+    with anyio.fail_after(60):  # its supervisor outlived the node and records how the child ended
+        while not (home / "tasks" / f"{task_id}.1.exit").exists():
+            await anyio.sleep(0.05)
+    with plain_node(home, repo, postgres_url, port=served.port, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("spawn", spawn))
+    assert again["replayed"] is True and again["id"] == task_id, again
+    assert again["status"] == "done" and again["exit_code"] == 0, again
+
+
+async def test_a_core_memory_rewrite_killed_before_its_priority_is_set_is_finished_by_the_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """memory_core with a new text for a key amends the memory (the core slot moves to the correction, at its old
+    priority) and then sets the priority asked for, in a second write. The amend claimed the call's idempotency
+    key: a node killed between them left the old priority, and the retry was answered "replayed". Now the amend
+    does not claim it, and the retry finds the new text in place and sets the priority. The second write is held by
+    a trigger on its event waiting on a lock the test holds."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("corer", repo)
+    rewrite = {"key": "build.command", "content": "make test-all", "priority": 90, "idempotency_key": "core-1"}
+    with plain_node(home, repo, postgres_url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("memory_core", {"key": "build.command", "content": "make test", "priority": 10})
+            with psycopg.connect(postgres_url, autocommit=True) as blocker:
+                blocker.execute(
+                    "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+                blocker.execute(
+                    "CREATE TRIGGER gate BEFORE INSERT ON events FOR EACH ROW WHEN (NEW.kind = 'memory.core') "
+                    "EXECUTE FUNCTION gate()"
+                )
+                blocker.execute("SELECT pg_advisory_lock(4242)")
+                async with anyio.create_task_group() as tg:
+
+                    async def rewriting() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("memory_core", rewrite)
+
+                    tg.start_soon(rewriting)
+                    await lock_waiter(postgres_url, "INSERT INTO events")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.execute("DROP TRIGGER gate ON events")
+                blocker.execute("SELECT pg_advisory_unlock(4242)")
+    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("memory_core", rewrite))
+    assert "replayed" not in again, again
+    with psycopg.connect(postgres_url) as conn:
+        core = conn.execute("SELECT content, core_priority FROM memories WHERE core_key = 'build.command'").fetchall()
+    assert core == [("make test-all", 90)]
+
+
+async def test_a_tournament_killed_after_its_first_admission_is_answered_with_its_digest_on_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """A tournament's first admission claimed the call's idempotency key: a node killed before the call answered
+    left the retry a bare "replayed", with no tournament id to read its answers by. Now the admission keeps the
+    tournament's id with the key, and the retry answers its digest as it is now. Only the admitted roles are in it
+    (the one here, done): a role the killed call never admitted is not started by the retry."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("organiser", repo)
+    tour = {"prompt": "sleep 0", "roles": ["critic", "builder"], "wait_s": 0, "idempotency_key": "tour-1"}
+    with plain_node(home, repo, postgres_url, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("tasks", {})  # the schema is there
+            with psycopg.connect(postgres_url, autocommit=True) as blocker:
+                blocker.execute(
+                    "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+                blocker.execute("CREATE TRIGGER gate BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION gate()")
+                blocker.execute("SELECT pg_advisory_lock(4242)")
+                async with anyio.create_task_group() as tg:
+
+                    async def organising() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("tournament", tour)
+
+                    tg.start_soon(organising)
+                    await lock_waiter(postgres_url, "UPDATE tasks SET pid")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.execute("DROP TRIGGER gate ON tasks")
+                blocker.execute("SELECT pg_advisory_unlock(4242)")
+    with psycopg.connect(postgres_url) as conn:
+        [(task_id, tour_id, role)] = conn.execute("SELECT id, tournament, role FROM tasks").fetchall()
+    with anyio.fail_after(60):  # its supervisor outlived the node and records how the child ended
+        while not (home / "tasks" / f"{task_id}.1.exit").exists():
+            await anyio.sleep(0.05)
+    with plain_node(home, repo, postgres_url, port=served.port, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("tournament", tour))
+    assert again["replayed"] is True and again["tournament"] == tour_id, again
+    assert [(e["task"], e["role"], e["status"]) for e in again["entries"]] == [(task_id, role, "done")], again
+
+
+async def test_a_summary_killed_before_its_session_moves_leaves_the_key_for_the_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """thread_summary on the session's own thread (no thread_id) indexed the change (claiming the call's key) and
+    then recorded the session on that thread in a second write: killed between, the retry was answered "replayed"
+    and the session's cursor never written. Now both are one transaction."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("summariser", repo)
+    summary = {"text": "## Decisions\n- the clock is faked in tests", "idempotency_key": "summary-1"}
+    with plain_node(home, repo, postgres_url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
+            await c.call_tool("thread_create", {"title": "Flaky test"})
+            with psycopg.connect(postgres_url) as conn:  # as a session that never recorded where it is
+                conn.execute("DELETE FROM thread_cursors")
+            with psycopg.connect(postgres_url) as blocker:  # the cursor's write waits; the summary's index does not
+                blocker.execute("LOCK TABLE thread_cursors IN SHARE MODE")
+                async with anyio.create_task_group() as tg:
+
+                    async def summarising() -> None:
+                        with pytest.raises(MCPError):
+                            await c.call_tool("thread_summary", summary)
+
+                    tg.start_soon(summarising)
+                    await lock_waiter(postgres_url, "INSERT INTO thread_cursors")
+                    os.kill(proc.pid, signal.SIGKILL)
+                    proc.wait()
+                blocker.rollback()
+    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("thread_summary", summary))
+    assert "replayed" not in again, again
+    with psycopg.connect(postgres_url) as conn:
+        cursors = [row[0] for row in conn.execute("SELECT thread FROM thread_cursors WHERE session_id = 'summariser'")]
+    assert cursors == [again["id"]]  # where it resolved with no cursor: the root thread

@@ -4,6 +4,7 @@ process layer, no paid model."""
 from __future__ import annotations
 
 import multiprocessing
+import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -187,3 +188,31 @@ def test_admission_holds_across_processes(store: SqliteStore, tmp_path: Path) ->
     assert wait_for(admitted, timeout=60, what="the orphaned children to end")
     statuses = {t["id"]: t["status"] for t in service.tasks(parent(store, tmp_path))}
     assert "done" in [statuses[o] for o in outcomes if o != "refused"]  # one freed the slot just taken
+
+
+def _admit_and_die(db: Path, home: Path, repo: Path) -> None:
+    """Spawn in a process that dies (os._exit: no cleanup, as a kill) once the task is admitted, before its child
+    starts."""
+    store = open_store(db)
+    service = spawner(store, home)
+    service._start = lambda run: os._exit(0)  # type: ignore[method-assign]
+    service.spawn(parent(store, repo), "sleep 0")
+
+
+def test_a_task_whose_spawning_process_died_before_starting_it_is_lost_at_once(
+    store: SqliteStore, tmp_path: Path
+) -> None:
+    """Admitted, then its spawning process killed before the child started: the next settle records it lost (the
+    process that admitted it is gone), not `starting` for a minute while it holds a slot; a retried spawn with the
+    same idempotency key answers it so (tests/test_attack_21_crashes.py)."""
+    died = multiprocessing.get_context("fork").Process(
+        target=_admit_and_die, args=(tmp_path / "threadloom.db", tmp_path, tmp_path)
+    )
+    died.start()
+    died.join(60)
+    assert died.exitcode == 0
+    service = spawner(store, tmp_path)
+    [task] = service.tasks(parent(store, tmp_path))
+    assert task["status"] == "starting" and task["pid"] is None
+    assert service.settle() == 1
+    assert service.status(task["id"])["status"] == "lost"

@@ -76,6 +76,17 @@ def claim(w: Writer) -> None:
         )
 
 
+def keep(w: Writer, result: dict[str, Any]) -> None:
+    """Keep `result` for the current call's retries in this transaction, with its claim (a spawned task's id: a
+    call killed before it answers still tells its retry which task it admitted). `remember` replaces it."""
+    request = CURRENT.get()
+    if request is not None:
+        w.execute(
+            "UPDATE tool_requests SET result = :r WHERE owner = :o AND tool = :t AND key = :k AND nonce = :n",
+            {"r": json.dumps(result), "o": request.owner, "t": request.tool, "k": request.key, "n": request.nonce},
+        )
+
+
 def earlier(store: Store, owner: str, tool: str, key: str, viewer: Viewer | None = None) -> dict[str, Any] | None:
     """What the first call with this key returned, if one wrote something. Given the caller as `viewer`, an answer
     naming a memory they may no longer see (deleted, erased, or no longer shared with them) is not handed back:

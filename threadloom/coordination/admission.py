@@ -96,6 +96,11 @@ class Attempt:
                   "owner_start": processes.start_time(me), "at": now_ms()}  # fmt: skip
         self.run_record.write_text(json.dumps(record))
 
+    def admitted(self) -> None:
+        """Record, before the task is admitted, that this process will start it (no supervisor yet)."""
+        me = os.getpid()
+        self.run_record.write_text(json.dumps({"pid": None, "owner": me, "owner_start": processes.start_time(me)}))
+
     def supervisor(self) -> dict[str, Any] | None:
         try:
             data = json.loads(self.run_record.read_text())
@@ -152,15 +157,21 @@ def survey(r: Reader, node: str, now: int) -> tuple[list[Held], list[Ended]]:
             else:
                 ended.append(Ended(task_id, "lost", None, log_path))
             continue
+        # its records are beside its log, in the home of the process that started it
+        attempt = Attempt(log_path.parent, task_id, int(row["attempt"]))
+        run = attempt.supervisor() or {}
+        if pid is None:  # its supervisor's pid not stored yet: the records say whether it started
+            pid = run.get("pid")
+            starter = run.get("owner")
+            if pid is None and starter is not None and not processes.running(int(starter), run.get("owner_start")):
+                ended.append(Ended(task_id, "lost", None, log_path))  # whoever admitted it died before starting it
+                continue
         if pid is None:
             if now - int(row["started_at"]) <= START_GRACE_MS:
                 held.append(Held(task_id, None, int(row["started_at"])))
             else:
                 ended.append(Ended(task_id, "lost", None, log_path))
             continue
-        # its records are beside its log, in the home of the process that started it
-        attempt = Attempt(log_path.parent, task_id, int(row["attempt"]))
-        run = attempt.supervisor() or {}
         if run.get("pid") != pid:  # a task from before supervisors: the pid is the child's
             run = {"pid": pid, "start": None, "at": row["started_at"]}
         since = int(run["at"])

@@ -20,6 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
 
+from threadloom import requests
 from threadloom.clock import now_ms
 from threadloom.coordination import admission, supervision, tournament
 from threadloom.coordination.admission import AdmissionRefused, Attempt, SpawnConfig
@@ -98,7 +99,13 @@ class SpawnService:
         task_id = "t_" + secrets.token_hex(6)
         self._logs.mkdir(parents=True, exist_ok=True, mode=0o700)
         log_path = self._logs / f"{task_id}.log"
-        self._admit(prov, task_id, role, agent, workdir, argv, timeout_s, tournament, log_path)
+        admitted = Attempt(self._logs, task_id, 1)
+        admitted.admitted()  # killed before its child starts, this process is seen gone: the task is lost
+        try:
+            self._admit(prov, task_id, role, agent, workdir, argv, timeout_s, tournament, log_path)
+        except BaseException:
+            admitted.run_record.unlink(missing_ok=True)
+            raise
         child_toolset = with_coordination(toolset or self.config.toolset)
         vendor = agent if agent in AGENT_COMMANDS else None
         self._start(
@@ -150,6 +157,8 @@ class SpawnService:
             )  # fmt: skip
             jobs.beat(w, self.node, now, self.config.node_lease_ms)
             record_event(w, prov, "task.spawned", {"id": task_id, "role": role, "agent": agent})
+            # a retry of a call killed before it answered finds its task, or its tournament
+            requests.keep(w, {"id": task_id} if tournament is None else {"tournament": tournament})
 
         self._store.write(tx)
 
@@ -171,6 +180,20 @@ class SpawnService:
             return len(admission.settle(w, self.node, now)[1])
 
         return self._store.write(tx)
+
+    def replayed(self, earlier: dict[str, Any], prov: Provenance) -> dict[str, Any]:
+        """A retried spawn's (or tournament's) answer: the task (the tournament's digest) the first call admitted
+        as it is now, after `settle` (a task whose spawning process was killed before its child started reads
+        `lost`), never the first answer alone."""
+        task, tour = earlier.get("id"), earlier.get("tournament")
+        if not isinstance(task, str) and not isinstance(tour, str):
+            return earlier
+        self.settle()
+        try:
+            now = self.status(task, prov) if isinstance(task, str) else self.digest(str(tour), prov)
+        except NotFound:  # its rows are gone (retention): what the first call answered
+            return earlier
+        return now | {"replayed": True}
 
     def unsettled(self) -> int:
         """How many tasks `settle` would record now (their processes gone); only reads."""

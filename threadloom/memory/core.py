@@ -5,6 +5,7 @@ themselves (auto), wait for approval, or never (excluded).
 
 from __future__ import annotations
 
+from threadloom import requests
 from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
@@ -39,7 +40,9 @@ class CoreMemory:
             return stored.memory
         if content_digest(content) == content_digest(existing.content):
             return self._memory.update_flags(existing.id, prov, "memory.core", core_priority=priority)
-        result = self._memory.amend(existing.id, prov, content=content, reason=f"core memory {key} rewritten")
+        # the call's idempotency key goes with the priority's write: killed between, the retry finds the new text
+        with requests.unclaimed():
+            result = self._memory.amend(existing.id, prov, content=content, reason=f"core memory {key} rewritten")
         new = self._memory.get(result["new"]["id"], prov)
         return self._memory.update_flags(new.id, prov, "memory.core", core_priority=priority)
 

@@ -117,6 +117,11 @@ class ThreadloomServer(MCPServer[Any]):
                 )
             except ThreadloomError as exc:
                 return errors.from_exception(exc)
+            if replayed is not None and name in ("spawn", "tournament"):  # the tasks as they are now
+                try:
+                    replayed = await self.runtime.call(self.runtime.spawner.replayed, replayed, info.provenance())
+                except ThreadloomError as exc:
+                    return errors.from_exception(exc)
             if replayed is not None:
                 return _structured(iso_times(replayed))  # a result remembered before times were ISO, too
         token, scrubbed = requests.CURRENT.set(request), scrub.collect()  # what the call's writes scrubbed

@@ -10,7 +10,7 @@ may carry a credential that no service call scrubbed; the file itself is the use
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import suppress
 
 from threadloom.errors import InvalidInput, ThreadloomError
@@ -29,9 +29,16 @@ class Changes:
         self._store = store
         self._engine = engine
 
-    def save(self, files: ThreadFiles, prov: Provenance, threads: Sequence[Thread], scrubber: Scrubber) -> None:
+    def save(
+        self,
+        files: ThreadFiles,
+        prov: Provenance,
+        threads: Sequence[Thread],
+        scrubber: Scrubber,
+        also: Callable[[Writer], None] | None = None,
+    ) -> None:
         """Replace the files of `threads`, in order (call inside `files.locked()`). Put the one whose
-        change says the others are done (a merged child's status) last."""
+        change says the others are done (a merged child's status) last. `also`: as in `create`."""
         texts = [checked(t) for t in threads]
         docs = [_document(files.project, prov, t, scrubber) for t in threads]
         written: list[tuple[str, str | None]] = []
@@ -40,30 +47,43 @@ class Changes:
                 before = files.raw(thread.id)
                 files.put(thread.id, text)
                 written.append((thread.id, before))
-            self._index(files.project, prov, docs)
+            self._index(files.project, prov, docs, also)
         except BaseException:
             _put_back(files, written)
             raise
 
-    def create(self, files: ThreadFiles, prov: Provenance, thread: Thread, scrubber: Scrubber) -> bool:
+    def create(
+        self,
+        files: ThreadFiles,
+        prov: Provenance,
+        thread: Thread,
+        scrubber: Scrubber,
+        also: Callable[[Writer], None] | None = None,
+    ) -> bool:
         """Write a new thread's file and index it; False, writing nothing, when a file of its name
-        exists (readable or not: it is never replaced)."""
+        exists (readable or not: it is never replaced). `also` writes in the index's transaction (the
+        session's cursor moved to the thread: with the call's idempotency key, so a retry never finds
+        the key claimed and the cursor unmoved)."""
         text = checked(thread)
         doc = _document(files.project, prov, thread, scrubber)
         if not files.put(thread.id, text, replace=False):
             return False
         try:
-            self._index(files.project, prov, [doc])
+            self._index(files.project, prov, [doc], also)
         except BaseException:
             _put_back(files, [(thread.id, None)])
             raise
         return True
 
-    def _index(self, project: str, prov: Provenance, docs: list[Document]) -> None:
+    def _index(
+        self, project: str, prov: Provenance, docs: list[Document], also: Callable[[Writer], None] | None = None
+    ) -> None:
         def tx(w: Writer) -> None:
             for doc in docs:
                 self._engine.index(w, doc)
                 record_event(w, prov, "thread.written", {"project": project, "thread": doc.ref.split("/", 1)[1]})
+            if also is not None:
+                also(w)
 
         self._store.write(tx)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from threadloom.clock import now_ms
 from threadloom.identity import Provenance
-from threadloom.store.base import Store
+from threadloom.store.base import Store, Writer
 
 
 def cursor(store: Store, prov: Provenance, repo: Path) -> tuple[str | None, str | None]:
@@ -22,13 +22,16 @@ def cursor(store: Store, prov: Provenance, repo: Path) -> tuple[str | None, str 
 
 
 def set_cursor(store: Store, prov: Provenance, repo: Path, project: str, thread: str | None) -> None:
-    store.write(
-        lambda w: w.execute(
-            "INSERT INTO thread_cursors (session_id, repo, project, thread, updated_at) "
-            "VALUES (:s, :r, :p, :t, :now) ON CONFLICT (session_id, repo) DO UPDATE SET "
-            "project = :p, thread = :t, updated_at = :now",
-            {"s": prov.session_id or "", "r": str(repo), "p": project, "t": thread, "now": now_ms()},
-        )
+    store.write(lambda w: write_cursor(w, prov, repo, project, thread))
+
+
+def write_cursor(w: Writer, prov: Provenance, repo: Path, project: str, thread: str | None) -> None:
+    """`set_cursor` inside the caller's transaction (a new thread's: with its index entry, see Changes.create)."""
+    w.execute(
+        "INSERT INTO thread_cursors (session_id, repo, project, thread, updated_at) "
+        "VALUES (:s, :r, :p, :t, :now) ON CONFLICT (session_id, repo) DO UPDATE SET "
+        "project = :p, thread = :t, updated_at = :now",
+        {"s": prov.session_id or "", "r": str(repo), "p": project, "t": thread, "now": now_ms()},
     )
 
 

@@ -5,6 +5,7 @@ the code); the store keeps each session's position and a search index of the sum
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
@@ -13,6 +14,7 @@ from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.scrub import SCRUB, Scrubber
 from threadloom.threads import git
+from threadloom.threads.cursors import write_cursor
 from threadloom.threads.files import ThreadFiles
 from threadloom.threads.model import (
     MAX_BRANCH_CHARS,
@@ -67,12 +69,12 @@ class ThreadService(ThreadReads):
         threads = ThreadFiles(files, project.id)
         try:
             with threads.locked():
-                if not self._changes.create(threads, prov, root, self.scrubber):
+                cursor = partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=ROOT_THREAD)
+                if not self._changes.create(threads, prov, root, self.scrubber, also=cursor):
                     raise InvalidInput(f"{threads.rel_of(ROOT_THREAD)} appeared meanwhile; it was left as it is")
         except BaseException:
             files.delete(f"{PROJECTS}/{project.id}.yaml")  # a project without its root is not made
             raise
-        self._set_cursor(prov, project.id, ROOT_THREAD)
         return project
 
     def switch_project(self, prov: Provenance, project_id: str) -> Project:
@@ -102,10 +104,11 @@ class ThreadService(ThreadReads):
                 thread = Thread(
                     thread_id, title.strip(), parent_id, "active", author, now, now, branch=linked, commit=commit
                 )
-                if self._changes.create(files, prov, thread, self.scrubber):
+                # the session moves to it in the transaction that indexes it (and claims the call's key)
+                cursor = partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=thread_id)
+                if self._changes.create(files, prov, thread, self.scrubber, also=cursor):
                     break
                 taken.add(thread_id)  # a file appeared under that name since the folder was read
-        self._set_cursor(prov, project.id, thread.id)
         return thread
 
     def switch(self, prov: Provenance, thread_id: str, max_tokens: int | None = None) -> Context:
@@ -240,9 +243,9 @@ class ThreadService(ThreadReads):
             current = Tree(threads).get(check_thread_id(thread_id or self._position(prov, project, files).thread))
             self._own(prov, project, repo, [current], "change a thread")
             updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
-            self._changes.save(files, prov, [updated], self.scrubber)
-        if thread_id is None:  # the session's own thread, perhaps resumed: it is now where the session is
-            self._set_cursor(prov, project.id, updated.id)
+            # the session's own thread, perhaps resumed: it is now where the session is (with the change's key)
+            cursor = partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=updated.id)
+            self._changes.save(files, prov, [updated], self.scrubber, also=cursor if thread_id is None else None)
         return updated
 
 
