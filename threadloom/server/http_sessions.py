@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections import Counter, OrderedDict
+from collections.abc import Callable
 
 from mcp.server.streamable_http_manager import DEFAULT_SESSION_IDLE_TIMEOUT
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -111,19 +112,28 @@ class SessionOwners:
             await refuse(send, 429, message, [(b"retry-after", b"60")], scope=scope, retryable=True)
             return
         self._opening[user] += 1
-        try:
-            await app(scope, receive, self._recording(send, owner))
-        finally:
-            self._opening[user] -= 1
-            if not self._opening[user]:
-                del self._opening[user]
+        opening = [True]  # until the answer starts: then the session is recorded, or there is none
 
-    def _recording(self, send: Send, owner: Owner) -> Send:
+        def opened() -> None:
+            if opening:
+                opening.clear()
+                self._opening[user] -= 1
+                if not self._opening[user]:
+                    del self._opening[user]
+
+        try:
+            await app(scope, receive, self._recording(send, owner, opened))
+        finally:
+            opened()
+
+    def _recording(self, send: Send, owner: Owner, opened: Callable[[], None]) -> Send:
         async def recorded(message: Message) -> None:
-            if message["type"] == "http.response.start" and message["status"] < 300:
-                for key, value in message.get("headers") or []:
-                    if key.lower() == SESSION_HEADER:
-                        self._record(value.decode("latin-1"), owner)
+            if message["type"] == "http.response.start":
+                if message["status"] < 300:
+                    for key, value in message.get("headers") or []:
+                        if key.lower() == SESSION_HEADER:
+                            self._record(value.decode("latin-1"), owner)
+                opened()
             await send(message)
 
         return recorded
