@@ -213,6 +213,9 @@ def test_a_bridge_that_cannot_reconnect_answers_what_is_in_flight_and_says_why(h
     store = {"name": "memory_store", "arguments": {"content": "x"}}
     started = time.monotonic()
     reply = in_flight_when_killed(home, raw, {"jsonrpc": "2.0", "id": 90, "method": "tools/call", "params": store})
+    # The agent keeps its stdin open: a bridge whose agent has closed it has nobody to reconnect for, and
+    # ends with 0 (closing here raced the bridge's giving up).
+    raw.proc.wait(timeout=30)
     _, err = raw.proc.communicate(timeout=30)
     assert time.monotonic() - started < 10
     assert reply["id"] == 90
