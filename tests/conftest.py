@@ -13,6 +13,10 @@ from tests.sqlite_template import fresh_store
 from threadloom.store.base import Store
 from threadloom.store.sqlite import open_store
 
+# Hundreds of tests start `python -m threadloom`: with PYTHONDONTWRITEBYTECODE set (this machine's environment
+# sets it) each child compiles threadloom from source again; tests/test_daemon.py took 65 s with it, 40-48 s without.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+
 
 @pytest.fixture
 def home(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
