@@ -100,12 +100,18 @@ def laptop(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def team(home: Path, tmp_path: Path) -> Iterator[Any]:
+def team_env() -> dict[str, str]:
+    """The environment `team`'s server gets beyond its home's; a module overrides it with its own."""
+    return {}
+
+
+@pytest.fixture
+def team(home: Path, tmp_path: Path, team_env: dict[str, str]) -> Iterator[Any]:
     """A running `serve --http --accounts` team server (tests/team_server.py `Team`) with its accounts' tokens."""
     from tests.team_server import make_team, team_server  # it imports this module's neighbours
 
     tokens = make_team(home)
-    with team_server(home, tmp_path) as served:
+    with team_server(home, tmp_path, **team_env) as served:
         served.tokens = tokens
         yield served
 
