@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,11 +104,42 @@ def laptop(tmp_path: Path) -> Iterator[Path]:
 
 
 @pytest.fixture
-def team(home: Path, tmp_path: Path) -> Iterator[Any]:
+def team_env() -> dict[str, str]:
+    """The environment `team`'s server gets beyond its home's; a module overrides it with its own."""
+    return {}
+
+
+@pytest.fixture
+def team(home: Path, tmp_path: Path, team_env: dict[str, str]) -> Iterator[Any]:
     """A running `serve --http --accounts` team server (tests/team_server.py `Team`) with its accounts' tokens."""
     from tests.team_server import make_team, team_server  # it imports this module's neighbours
 
     tokens = make_team(home)
-    with team_server(home, tmp_path) as served:
+    with team_server(home, tmp_path, **team_env) as served:
         served.tokens = tokens
         yield served
+
+
+@pytest.fixture
+def oauth_options() -> Callable[[str], tuple[str, ...]]:
+    """The server options `issued`'s team server gets beside its issuer and resource URL, given the issuer's URL.
+    A module overrides it with its own."""
+    return lambda issuer_url: ()
+
+
+@pytest.fixture
+def issued(home: Path, tmp_path: Path, oauth_options: Callable[[str], tuple[str, ...]]) -> Iterator[tuple[Any, Any]]:
+    """A team server (tests/team_server.py `Team`, its accounts' tokens set) that takes the access tokens of a local
+    OAuth issuer (tests/oauth_issuer.py `Issuer`), and that issuer."""
+    from tests.http_server import free_port
+    from tests.oauth_issuer import local_issuer
+    from tests.team_server import make_team, team_server  # it imports this module's neighbours
+
+    tokens = make_team(home)
+    port = free_port()
+    with local_issuer(free_port()) as issuer:
+        resource = f"http://127.0.0.1:{port}/mcp"
+        args = ("--oauth-issuer", issuer.url, "--resource-url", resource, *oauth_options(issuer.url))
+        with team_server(home, tmp_path, *args, port=port) as team:
+            team.tokens = tokens
+            yield team, issuer

@@ -4,13 +4,12 @@ revoked or expired token, a removed user or member is refused at the next call (
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 from mcp.shared.exceptions import MCPError
 
 from tests.helpers import cli
-from tests.team_server import Team, admin, call, make_team, team_client, team_server
+from tests.team_server import Team, admin, call, team_client
 from threadloom.store.sqlite import SqliteStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -28,14 +27,6 @@ def error_of(body: str) -> str:
         said = said["error"]["data"]
     assert said["retryable"] is False
     return str(said["error"])
-
-
-@pytest.fixture
-def team(home: Path, tmp_path: Path) -> Team:
-    tokens = make_team(home)
-    with team_server(home, tmp_path) as served:
-        served.tokens = tokens
-        yield served
 
 
 def test_every_refusal_is_a_clear_401_or_403(team: Team) -> None:

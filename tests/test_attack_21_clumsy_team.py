@@ -16,15 +16,14 @@ import json
 import socket
 import threading
 import time
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
 from tests.helpers import wait_for
 from tests.http_server import INIT, free_port
 from tests.oauth_issuer import Issuer, local_issuer
-from tests.team_server import Team, make_team, team_server
+from tests.team_server import Team
 from threadloom.accounts.model import Unauthenticated
 from threadloom.server.http_jwks import JWKS_CACHE_S, REFETCH_EVERY_S, IssuerKeys
 
@@ -32,15 +31,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
-def issued(home: Path, tmp_path: Path) -> Iterator[tuple[Team, Issuer]]:
-    tokens = make_team(home)
-    port = free_port()
-    with local_issuer(free_port()) as issuer:
-        resource = f"http://127.0.0.1:{port}/mcp"
-        args = ("--oauth-issuer", issuer.url, "--resource-url", resource, "--oauth-jwks", f"{issuer.url}/jwks.json")
-        with team_server(home, tmp_path, *args, port=port) as team:
-            team.tokens = tokens
-            yield team, issuer
+def oauth_options() -> Callable[[str], tuple[str, ...]]:
+    """`issued`'s server fetches the issuer's keys from the JWKS URL it is given."""
+    return lambda issuer_url: ("--oauth-jwks", f"{issuer_url}/jwks.json")
 
 
 def bearer(token: str, project: str = "shop") -> dict[str, str]:

@@ -5,7 +5,6 @@ with the same words before it answers; no header and no session id makes an acco
 from __future__ import annotations
 
 import json
-from pathlib import Path
 from typing import Any
 
 import anyio
@@ -13,7 +12,7 @@ import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
 
-from tests.team_server import Team, admin, call, make_team, team_client, team_server
+from tests.team_server import Team, admin, call, team_client
 from threadloom.store.sqlite import SqliteStore
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -21,11 +20,8 @@ ENV = {"THREADLOOM_MAINTENANCE_INTERVAL": "0", "THREADLOOM_PROBE_INTERVAL": "0",
 
 
 @pytest.fixture
-def team(home: Path, tmp_path: Path) -> Any:
-    tokens = make_team(home)
-    with team_server(home, tmp_path, **ENV) as served:
-        served.tokens = tokens
-        yield served
+def team_env() -> dict[str, str]:
+    return ENV
 
 
 def rows(team: Team, sql: str) -> list[dict[str, Any]]:

@@ -6,15 +6,13 @@ from __future__ import annotations
 import json
 import time
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
+from collections.abc import Callable
 
 import jwt
 import pytest
 
-from tests.http_server import free_port
-from tests.oauth_issuer import Issuer, local_issuer, new_key
-from tests.team_server import Team, admin, call, make_team, team_server
+from tests.oauth_issuer import Issuer, new_key
+from tests.team_server import Team, admin, call
 from threadloom.errors import ConfigError
 from threadloom.server.http_oauth import check_config
 
@@ -22,15 +20,9 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 @pytest.fixture
-def issued(home: Path, tmp_path: Path) -> Iterator[tuple[Team, Issuer]]:
-    tokens = make_team(home)
-    port = free_port()
-    with local_issuer(free_port()) as issuer:
-        resource = f"http://127.0.0.1:{port}/mcp"
-        args = ("--oauth-issuer", issuer.url, "--resource-url", resource, "--oauth-user-claim", "preferred_username")
-        with team_server(home, tmp_path, *args, port=port) as team:
-            team.tokens = tokens
-            yield team, issuer
+def oauth_options() -> Callable[[str], tuple[str, ...]]:
+    """`issued`'s server names accounts by the token's preferred_username."""
+    return lambda issuer_url: ("--oauth-user-claim", "preferred_username")
 
 
 def bearer(token: str, project: str = "shop") -> dict[str, str]:

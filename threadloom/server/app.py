@@ -117,7 +117,7 @@ class ThreadloomServer(MCPServer[Any]):
                 )
             except ThreadloomError as exc:
                 return errors.from_exception(exc)
-            if replayed is not None and name in ("spawn", "tournament"):  # the tasks as they are now
+            if replayed is not None and self.tool_defs[name].replays_tasks:
                 try:
                     replayed = await self.runtime.call(self.runtime.spawner.replayed, replayed, info.provenance())
                 except ThreadloomError as exc:

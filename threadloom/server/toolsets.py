@@ -31,6 +31,8 @@ class ToolDef:
     idempotent: bool
     keyed: bool = False  # takes `idempotency_key: RequestKey`, handled by the server (threadloom/requests.py)
     default: bool = False  # in the default toolset although its group is not
+    # A replay answers the tasks its first call admitted as they are now (Spawner.replayed), not that call's answer.
+    replays_tasks: bool = False
 
     @property
     def name(self) -> str:
