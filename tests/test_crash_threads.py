@@ -1,5 +1,5 @@
-"""Thread files under kill -9: a node killed between a repository file and the transaction that indexes it, and
-the call retried with its idempotency key.
+"""Thread files and tournaments under kill -9: a node killed between a repository file and the transaction that
+indexes it, or between two roles' admissions, and the call retried with its idempotency key.
 
 Real processes: `serve --http` nodes on a scratch database of the test cluster, held between the two writes by a
 lock the test takes in the database, killed -9 there and started again on the same port; real git repositories.
@@ -26,6 +26,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.helpers import structured
 from tests.http_server import Served, client, git_repo, start_http
+from tests.spawning import FAKE
 from tests.test_multinode import TOKEN, session
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
@@ -206,3 +207,49 @@ async def test_a_project_create_killed_before_its_root_is_indexed_is_finished_by
     assert [p["id"] for p in again["projects"]] == ["repo"], again
     assert sorted(p.name for p in (repo / ".threadloom/projects").iterdir()) == ["repo.yaml"]
     assert indexed(postgres_url) == ["repo/main"]
+
+
+async def test_a_tournament_killed_after_its_first_admission_starts_only_the_missing_roles_on_retry(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """A tournament admits its roles one by one. Killed after the first, its retry with the same key answered
+    the one admitted role and started none of the others. Now the retry starts the roles with no task (and only
+    those), under the same tournament, and answers every role as it is; a retry asking something else with the
+    key starts nothing."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("organiser", repo)
+    tour = {"prompt": "sleep 0", "roles": ["critic", "builder", "tester"], "wait_s": 60, "idempotency_key": "t-1"}
+    with plain_node(home, repo, postgres_url, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("tasks", {})  # the schema is there
+            with psycopg.connect(postgres_url, autocommit=True) as blocker:
+                blocker.execute(
+                    "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
+                    "RETURN NEW; END $$ LANGUAGE plpgsql"
+                )
+                blocker.execute("CREATE TRIGGER gate BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION gate()")
+                blocker.execute("SELECT pg_advisory_lock(4242)")
+
+                await unanswered(c, "tournament", tour, partial(kill_at, proc, postgres_url, ("UPDATE tasks SET pid",)))
+                blocker.execute("DROP TRIGGER gate ON tasks")
+                blocker.execute("SELECT pg_advisory_unlock(4242)")
+    with psycopg.connect(postgres_url) as conn:
+        [(first, tour_id, role)] = conn.execute("SELECT id, tournament, role FROM tasks").fetchall()
+    assert role == "critic"
+    with anyio.fail_after(60):  # its supervisor outlived the node and records how the child ended
+        while not (home / "tasks" / f"{first}.1.exit").exists():
+            await anyio.sleep(0.05)
+    with plain_node(home, repo, postgres_url, port=served.port, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, _):
+        async with client(served, headers) as c:
+            other = await c.call_tool("tournament", {**tour, "prompt": "sleep 1"})
+            again = structured(await c.call_tool("tournament", tour))
+            once_more = structured(await c.call_tool("tournament", tour))
+    assert other.is_error and "asked for another prompt" in structured(other)["error"], structured(other)
+    assert again["replayed"] is True and again["tournament"] == tour_id, again
+    assert sorted(e["role"] for e in again["entries"]) == ["builder", "critic", "tester"], again
+    assert [e["task"] for e in again["entries"] if e["role"] == "critic"] == [first]
+    assert again["finished"] is True and {e["status"] for e in again["entries"]} == {"done"}, again
+    with psycopg.connect(postgres_url) as conn:
+        rows = conn.execute("SELECT role FROM tasks WHERE tournament = %s ORDER BY role", (tour_id,)).fetchall()
+    assert [r[0] for r in rows] == ["builder", "critic", "tester"]  # each role once, after two retries
+    assert once_more["tournament"] == tour_id and len(once_more["entries"]) == 3, once_more

@@ -20,6 +20,7 @@ from mcp_types import Tool as MCPTool
 from pydantic import AnyUrl, ValidationError
 
 from threadloom import __version__, requests, scrub
+from threadloom.coordination import tournament
 from threadloom.errors import ThreadloomError
 from threadloom.guide import INSTRUCTIONS, instructions_for
 from threadloom.identity import detect_vendor
@@ -99,7 +100,7 @@ class ThreadloomServer(MCPServer[Any]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         started = time.perf_counter()
-        ran = True
+        ran, resuming = True, None
         problem = self._unknown_arguments(name, arguments) or argument_problem(arguments)
         if problem:
             return errors.error_result(problem, retryable=False)
@@ -117,6 +118,9 @@ class ThreadloomServer(MCPServer[Any]):
                 )
             except ThreadloomError as exc:
                 return errors.from_exception(exc)
+            if replayed is not None and name == "tournament" and tournament.resumable(replayed):
+                # killed before it admitted every role: the tool starts the missing ones (the key stays the first's)
+                resuming, request, replayed = tournament.RESUMING.set(replayed), None, None
             if replayed is not None and name in ("spawn", "tournament"):  # the tasks as they are now
                 try:
                     replayed = await self.runtime.call(self.runtime.spawner.replayed, replayed, info.provenance())
@@ -141,6 +145,8 @@ class ThreadloomServer(MCPServer[Any]):
                 ran, result = False, errors.error_result(str(exc), retryable=False)
         finally:
             requests.CURRENT.reset(token)
+            if resuming is not None:
+                tournament.RESUMING.reset(resuming)
             scrubbed.close()
         if scrubbed.kinds and isinstance(result, CallToolResult) and not result.is_error and result.structured_content:
             result = _structured(result.structured_content | {"scrubbed": scrubbed.kinds})
