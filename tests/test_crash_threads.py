@@ -1,16 +1,19 @@
 """Thread files and tournaments under kill -9: a node killed between a repository file and the transaction that
 indexes it, or between two roles' admissions, and the call retried with its idempotency key.
 
-Real processes: `serve --http` nodes on a scratch database of the test cluster, held between the two writes by a
-lock the test takes in the database, killed -9 there and started again on the same port; real git repositories.
-PostgreSQL, because a lock on one table holds the second write while the first commits; the code is the same
-on SQLite (one writer lock for the whole database could not hold one and not the other).
+Real processes: `serve --http` nodes, killed -9 while the second write is held and started again on the same
+port, on real git repositories. On PostgreSQL the second write waits on a lock the test takes; on SQLite (one
+writer lock for the whole database: a lock would hold the first write too) a trigger the test adds makes the
+index's statement spin through a large cross join, and the node is killed once the files its call recorded
+are on disk as recorded.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import signal
+import sqlite3
 import subprocess
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractContextManager
@@ -28,6 +31,7 @@ from tests.helpers import structured
 from tests.http_server import Served, client, git_repo, start_http
 from tests.spawning import FAKE
 from tests.test_multinode import TOKEN, session
+from threadloom.threads.pending import digest
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.timeout(300)]
 THREADS = ".threadloom/threads/repo"
@@ -35,8 +39,30 @@ Node = AbstractContextManager[tuple[Served, subprocess.Popen[bytes]]]
 
 
 def plain_node(home: Path, repo: Path, url: str, port: int | None = None, **env: str) -> Node:
-    """One person's `serve --http` node on the database."""
+    """One person's `serve --http` node on the database at `url` (SQLite in the home when empty)."""
     return start_http(home, repo, port=port, store_url=url, THREADLOOM_HTTP_TOKEN=TOKEN, THREADLOOM_USER="ana", **env)
+
+
+class Db:
+    """The node's store, read by the test: the PostgreSQL database at `url`, else the home's SQLite file."""
+
+    def __init__(self, home: Path, url: str) -> None:
+        self.home, self.url = home, url
+
+    def rows(self, sql: str) -> list[tuple[Any, ...]]:
+        if self.url:
+            with psycopg.connect(self.url) as conn:
+                return [tuple(r) for r in conn.execute(sql.replace("?", "%s"))]
+        conn = sqlite3.connect(self.home / "threadloom.db")
+        try:
+            return conn.execute(sql).fetchall()
+        finally:
+            conn.close()
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgresql")])
+def db(request: pytest.FixtureRequest, home: Path) -> Db:
+    return Db(home, request.getfixturevalue("postgres_url") if request.param == "postgresql" else "")
 
 
 async def lock_waiter(url: str, statement: str) -> None:
@@ -51,13 +77,48 @@ async def lock_waiter(url: str, statement: str) -> None:
                 await anyio.sleep(0.02)
 
 
-async def killed_waiting(c: Client, proc: subprocess.Popen[bytes], url: str, tool: str, args: dict[str, Any]) -> None:
-    """Calls `tool` while the test holds a lock on `documents` (a thread's index waits on it; the record of its
-    files does not), and kills the node -9 once the call's index waits: the call gets no answer."""
-    with psycopg.connect(url) as blocker:
-        blocker.execute("LOCK TABLE documents IN SHARE MODE")
-        await unanswered(c, tool, args, partial(kill_at, proc, url, ("INSERT INTO documents", "UPDATE documents")))
-        blocker.rollback()
+async def killed_waiting(
+    c: Client, proc: subprocess.Popen[bytes], db: Db, tool: str, args: dict[str, Any], last: str
+) -> None:
+    """Calls `tool` with a thread's index held (see the module's docstring) and kills the node -9 there, once the
+    files the call recorded, `last` among them, are written as recorded: the call gets no answer."""
+    if db.url:
+        with psycopg.connect(db.url) as blocker:
+            blocker.execute("LOCK TABLE documents IN SHARE MODE")  # the index waits; the record of the files not
+            until = partial(kill_at, proc, db.url, ("INSERT INTO documents", "UPDATE documents"))
+            await unanswered(c, tool, args, until)
+            blocker.rollback()
+        return
+    conn = sqlite3.connect(db.home / "threadloom.db", isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE spin (x INTEGER)")
+        conn.executemany("INSERT INTO spin VALUES (?)", [(n,) for n in range(2000)])
+        for event in ("INSERT", "UPDATE"):  # 8e9 rows: minutes, the node killed long before
+            conn.execute(
+                f"CREATE TRIGGER spin_{event} BEFORE {event} ON documents WHEN NEW.kind = 'thread' "
+                "BEGIN SELECT count(*) FROM spin a, spin b, spin c; END"
+            )
+        await unanswered(c, tool, args, partial(kill_written, proc, db, last))
+        conn.executescript("DROP TRIGGER spin_INSERT; DROP TRIGGER spin_UPDATE; DROP TABLE spin")
+    finally:
+        conn.close()
+
+
+async def kill_written(proc: subprocess.Popen[bytes], db: Db, last: str) -> None:
+    """Kills the node -9 once every file its call recorded, `last` among them, holds the text recorded."""
+
+    def written() -> bool:
+        for (kept,) in db.rows("SELECT result FROM tool_requests WHERE tool LIKE '%#files'"):
+            files: dict[str, str] = json.loads(kept)
+            if any(Path(f).name == last for f in files):  # this call's (an earlier killed call's may be there)
+                return all(Path(f).is_file() and digest(Path(f).read_text()) == sha for f, sha in files.items())
+        return False
+
+    with anyio.fail_after(60):
+        while not written():
+            await anyio.sleep(0.02)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
 
 
 async def kill_at(proc: subprocess.Popen[bytes], url: str, statements: tuple[str, ...]) -> None:
@@ -90,13 +151,12 @@ def files_of(repo: Path) -> list[str]:
     return sorted(p.name for p in (repo / THREADS).glob("*.md"))
 
 
-def indexed(url: str) -> list[str]:
-    with psycopg.connect(url) as conn:
-        return sorted(str(r[0]) for r in conn.execute("SELECT ref FROM documents WHERE kind = 'thread'"))
+def indexed(db: Db) -> list[str]:
+    return sorted(str(r[0]) for r in db.rows("SELECT ref FROM documents WHERE kind = 'thread'"))
 
 
 async def test_a_thread_create_killed_before_its_index_is_finished_by_the_retry_in_the_same_file(
-    home: Path, tmp_path: Path, postgres_url: str
+    home: Path, tmp_path: Path, db: Db
 ) -> None:
     """thread_create writes the thread's file and then indexes it (claiming the call's key). Killed between, the
     node left the file, and the retry with the same key created the thread again under the next name
@@ -105,29 +165,26 @@ async def test_a_thread_create_killed_before_its_index_is_finished_by_the_retry_
     repo = git_repo(tmp_path / "repo")
     headers = session("creator", repo)
     create = {"title": "Flaky test", "idempotency_key": "create-1"}
-    with plain_node(home, repo, postgres_url) as (served, proc):
+    with plain_node(home, repo, db.url) as (served, proc):
         async with client(served, headers) as c:
             await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
-            await killed_waiting(c, proc, postgres_url, "thread_create", create)
+            await killed_waiting(c, proc, db, "thread_create", create, "flaky-test.md")
     assert files_of(repo) == ["flaky-test.md", "main.md"]  # the kill came between the file and its index
-    assert indexed(postgres_url) == ["repo/main"]
-    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+    assert indexed(db) == ["repo/main"]
+    with plain_node(home, repo, db.url, port=served.port) as (served, _):
         async with client(served, headers) as c:
             again = structured(await c.call_tool("thread_create", create))
             replay = structured(await c.call_tool("thread_create", create))
     assert "replayed" not in again and again["id"] == "flaky-test", again
     assert replay["replayed"] is True and replay["id"] == "flaky-test", replay
     assert files_of(repo) == ["flaky-test.md", "main.md"]
-    assert indexed(postgres_url) == ["repo/flaky-test", "repo/main"]
-    with psycopg.connect(postgres_url) as conn:
-        assert [r[0] for r in conn.execute("SELECT thread FROM thread_cursors WHERE session_id = 'creator'")] == [
-            "flaky-test"
-        ]
-        assert not conn.execute("SELECT 1 FROM tool_requests WHERE tool LIKE '%#files'").fetchall()
+    assert indexed(db) == ["repo/flaky-test", "repo/main"]
+    assert db.rows("SELECT thread FROM thread_cursors WHERE session_id = 'creator'") == [("flaky-test",)]
+    assert db.rows("SELECT tool FROM tool_requests WHERE tool LIKE '%#files'") == []
 
 
 async def test_a_file_changed_or_linked_out_after_the_kill_is_not_taken_for_the_calls_own(
-    home: Path, tmp_path: Path, postgres_url: str
+    home: Path, tmp_path: Path, db: Db
 ) -> None:
     """The retry takes over only a file that holds exactly what the killed call recorded. One edited by hand
     since, or replaced by a link (here to a copy of the same text outside the repository), is left as it is: the
@@ -136,29 +193,29 @@ async def test_a_file_changed_or_linked_out_after_the_kill_is_not_taken_for_the_
     outside = tmp_path / "outside.md"
     headers = session("creator", repo)
     creates = [{"title": "Edited", "idempotency_key": "edit-1"}, {"title": "Linked", "idempotency_key": "link-1"}]
-    with plain_node(home, repo, postgres_url) as (served, proc):
+    with plain_node(home, repo, db.url) as (served, proc):
         async with client(served, headers) as c:
             await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
     for create in creates:
-        with plain_node(home, repo, postgres_url, port=served.port) as (served, proc):
+        with plain_node(home, repo, db.url, port=served.port) as (served, proc):
             async with client(served, headers) as c:
-                await killed_waiting(c, proc, postgres_url, "thread_create", create)
+                await killed_waiting(c, proc, db, "thread_create", create, f"{create['title'].lower()}.md")
     edited, linked = repo / THREADS / "edited.md", repo / THREADS / "linked.md"
     edited.write_text(edited.read_text() + "\n## State\n- typed by hand\n")
     outside.write_text(linked.read_text())
     linked.unlink()
     linked.symlink_to(outside)
     hand, kept = edited.read_text(), outside.read_text()
-    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+    with plain_node(home, repo, db.url, port=served.port) as (served, _):
         async with client(served, headers) as c:
             made = [structured(await c.call_tool("thread_create", create)) for create in creates]
     assert [m["id"] for m in made] == ["edited-2", "linked-2"], made
     assert edited.read_text() == hand and outside.read_text() == kept and linked.is_symlink()
-    assert indexed(postgres_url) == ["repo/edited-2", "repo/linked-2", "repo/main"]
+    assert indexed(db) == ["repo/edited-2", "repo/linked-2", "repo/main"]
 
 
 async def test_a_summary_killed_before_its_index_is_not_added_twice_by_the_retry(
-    home: Path, tmp_path: Path, postgres_url: str
+    home: Path, tmp_path: Path, db: Db
 ) -> None:
     """thread_summary adding to a section writes the file, then indexes it (claiming the key). Killed between,
     the retry added the same text to the section a second time. Now it finds its change in the file and only
@@ -166,28 +223,26 @@ async def test_a_summary_killed_before_its_index_is_not_added_twice_by_the_retry
     repo = git_repo(tmp_path / "repo")
     headers = session("summariser", repo)
     add = {"text": "- the clock is faked in tests", "section": "Decisions", "idempotency_key": "summary-1"}
-    with plain_node(home, repo, postgres_url) as (served, proc):
+    with plain_node(home, repo, db.url) as (served, proc):
         async with client(served, headers) as c:
             await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
             await c.call_tool("thread_create", {"title": "Flaky test"})
-            await killed_waiting(c, proc, postgres_url, "thread_summary", add)
+            await killed_waiting(c, proc, db, "thread_summary", add, "flaky-test.md")
     file = repo / THREADS / "flaky-test.md"
     assert file.read_text().count(add["text"]) == 1
-    with psycopg.connect(postgres_url) as conn:
-        [(body,)] = conn.execute("SELECT body FROM documents WHERE ref = 'repo/flaky-test'").fetchall()
+    [(body,)] = db.rows("SELECT body FROM documents WHERE ref = 'repo/flaky-test'")
     assert add["text"] not in body  # not indexed before the kill
-    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+    with plain_node(home, repo, db.url, port=served.port) as (served, _):
         async with client(served, headers) as c:
             again = structured(await c.call_tool("thread_summary", add))
     assert "replayed" not in again and again["id"] == "flaky-test", again
     assert file.read_text().count(add["text"]) == 1
-    with psycopg.connect(postgres_url) as conn:
-        [(body,)] = conn.execute("SELECT body FROM documents WHERE ref = 'repo/flaky-test'").fetchall()
+    [(body,)] = db.rows("SELECT body FROM documents WHERE ref = 'repo/flaky-test'")
     assert body.count(add["text"]) == 1
 
 
 async def test_a_project_create_killed_before_its_root_is_indexed_is_finished_by_the_retry(
-    home: Path, tmp_path: Path, postgres_url: str
+    home: Path, tmp_path: Path, db: Db
 ) -> None:
     """thread_project create writes the project's file, then its root thread's file, then indexes the root
     (claiming the key). Killed before the index, the retry made a second project (repo-2) beside the first. Now
@@ -195,22 +250,70 @@ async def test_a_project_create_killed_before_its_root_is_indexed_is_finished_by
     repo = git_repo(tmp_path / "repo")
     headers = session("founder", repo)
     create = {"action": "create", "title": "Repo", "idempotency_key": "project-1"}
-    with plain_node(home, repo, postgres_url) as (served, proc):
+    with plain_node(home, repo, db.url) as (served, proc):
         async with client(served, headers) as c:
             await c.call_tool("tasks", {})  # the schema is there
-            await killed_waiting(c, proc, postgres_url, "thread_project", create)
+            await killed_waiting(c, proc, db, "thread_project", create, "main.md")
     assert sorted(p.name for p in (repo / ".threadloom/projects").iterdir()) == ["repo.yaml"]
-    assert files_of(repo) == ["main.md"] and indexed(postgres_url) == []
-    with plain_node(home, repo, postgres_url, port=served.port) as (served, _):
+    assert files_of(repo) == ["main.md"] and indexed(db) == []
+    with plain_node(home, repo, db.url, port=served.port) as (served, _):
         async with client(served, headers) as c:
             again = structured(await c.call_tool("thread_project", create))
     assert [p["id"] for p in again["projects"]] == ["repo"], again
     assert sorted(p.name for p in (repo / ".threadloom/projects").iterdir()) == ["repo.yaml"]
-    assert indexed(postgres_url) == ["repo/main"]
+    assert indexed(db) == ["repo/main"]
+
+
+async def killed_recording_a_child(
+    c: Client, proc: subprocess.Popen[bytes], db: Db, home: Path, args: dict[str, Any]
+) -> None:
+    """Calls `tournament` and kills the node -9 once the first role's child has started, while the write that
+    records it is held (on PostgreSQL by a row trigger waiting on a lock the test holds, on SQLite by a trigger that
+    spins): the call gets no answer, and no other role was admitted."""
+    if db.url:
+        with psycopg.connect(db.url, autocommit=True) as blocker:
+            blocker.execute(
+                "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
+                "RETURN NEW; END $$ LANGUAGE plpgsql"
+            )
+            blocker.execute("CREATE TRIGGER gate BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION gate()")
+            blocker.execute("SELECT pg_advisory_lock(4242)")
+            await unanswered(c, "tournament", args, partial(kill_at, proc, db.url, ("UPDATE tasks SET pid",)))
+            blocker.execute("DROP TRIGGER gate ON tasks")
+            blocker.execute("SELECT pg_advisory_unlock(4242)")
+        return
+    conn = sqlite3.connect(db.home / "threadloom.db", isolation_level=None)
+    try:
+        conn.execute("CREATE TABLE spin (x INTEGER)")
+        conn.executemany("INSERT INTO spin VALUES (?)", [(n,) for n in range(2000)])
+        conn.execute(
+            "CREATE TRIGGER spin BEFORE UPDATE ON tasks WHEN NEW.pid IS NOT NULL "
+            "BEGIN SELECT count(*) FROM spin a, spin b, spin c; END"
+        )
+
+        async def started() -> None:  # its supervisor's pid, written just before the held write
+            with anyio.fail_after(60):
+                while not any(supervisor_of(run) for run in (home / "tasks").glob("*.run")):
+                    await anyio.sleep(0.02)
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+        await unanswered(c, "tournament", args, started)
+        conn.executescript("DROP TRIGGER spin; DROP TABLE spin")
+    finally:
+        conn.close()
+
+
+def supervisor_of(run: Path) -> int | None:
+    """The supervisor's pid in a task's run record (admission.Attempt), once its spawning process wrote it."""
+    try:
+        return json.loads(run.read_text()).get("pid")  # type: ignore[no-any-return]
+    except ValueError:  # being written
+        return None
 
 
 async def test_a_tournament_killed_after_its_first_admission_starts_only_the_missing_roles_on_retry(
-    home: Path, tmp_path: Path, postgres_url: str
+    home: Path, tmp_path: Path, db: Db
 ) -> None:
     """A tournament admits its roles one by one. Killed after the first, its retry with the same key answered
     the one admitted role and started none of the others. Now the retry starts the roles with no task (and only
@@ -219,27 +322,16 @@ async def test_a_tournament_killed_after_its_first_admission_starts_only_the_mis
     repo = git_repo(tmp_path / "repo")
     headers = session("organiser", repo)
     tour = {"prompt": "sleep 0", "roles": ["critic", "builder", "tester"], "wait_s": 60, "idempotency_key": "t-1"}
-    with plain_node(home, repo, postgres_url, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, proc):
+    with plain_node(home, repo, db.url, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, proc):
         async with client(served, headers) as c:
             await c.call_tool("tasks", {})  # the schema is there
-            with psycopg.connect(postgres_url, autocommit=True) as blocker:
-                blocker.execute(
-                    "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN PERFORM pg_advisory_xact_lock(4242); "
-                    "RETURN NEW; END $$ LANGUAGE plpgsql"
-                )
-                blocker.execute("CREATE TRIGGER gate BEFORE UPDATE ON tasks FOR EACH ROW EXECUTE FUNCTION gate()")
-                blocker.execute("SELECT pg_advisory_lock(4242)")
-
-                await unanswered(c, "tournament", tour, partial(kill_at, proc, postgres_url, ("UPDATE tasks SET pid",)))
-                blocker.execute("DROP TRIGGER gate ON tasks")
-                blocker.execute("SELECT pg_advisory_unlock(4242)")
-    with psycopg.connect(postgres_url) as conn:
-        [(first, tour_id, role)] = conn.execute("SELECT id, tournament, role FROM tasks").fetchall()
+            await killed_recording_a_child(c, proc, db, home, tour)
+    [(first, tour_id, role)] = db.rows("SELECT id, tournament, role FROM tasks")
     assert role == "critic"
     with anyio.fail_after(60):  # its supervisor outlived the node and records how the child ended
         while not (home / "tasks" / f"{first}.1.exit").exists():
             await anyio.sleep(0.05)
-    with plain_node(home, repo, postgres_url, port=served.port, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, _):
+    with plain_node(home, repo, db.url, port=served.port, THREADLOOM_SPAWN_COMMAND=FAKE) as (served, _):
         async with client(served, headers) as c:
             other = await c.call_tool("tournament", {**tour, "prompt": "sleep 1"})
             again = structured(await c.call_tool("tournament", tour))
@@ -249,7 +341,6 @@ async def test_a_tournament_killed_after_its_first_admission_starts_only_the_mis
     assert sorted(e["role"] for e in again["entries"]) == ["builder", "critic", "tester"], again
     assert [e["task"] for e in again["entries"] if e["role"] == "critic"] == [first]
     assert again["finished"] is True and {e["status"] for e in again["entries"]} == {"done"}, again
-    with psycopg.connect(postgres_url) as conn:
-        rows = conn.execute("SELECT role FROM tasks WHERE tournament = %s ORDER BY role", (tour_id,)).fetchall()
-    assert [r[0] for r in rows] == ["builder", "critic", "tester"]  # each role once, after two retries
+    rows = db.rows(f"SELECT role FROM tasks WHERE tournament = '{tour_id}' ORDER BY role")
+    assert rows == [("builder",), ("critic",), ("tester",)]  # each role once, after two retries
     assert once_more["tournament"] == tour_id and len(once_more["entries"]) == 3, once_more
