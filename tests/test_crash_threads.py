@@ -304,6 +304,35 @@ async def killed_recording_a_child(
         conn.close()
 
 
+async def test_a_delete_killed_before_its_files_go_leaves_them_for_the_retry_and_no_entry_behind(
+    home: Path, tmp_path: Path, postgres_url: str
+) -> None:
+    """thread_delete deleted the files, then took the threads out of the index. Killed between, the threads were
+    gone from the tree and still found by search, and a retry answered "no thread" and left the entries for good.
+    Now the index goes first: killed there, the threads stay whole and the retry deletes them. PostgreSQL only:
+    nothing on disk shows an SQLite test the moment the index's transaction is held."""
+    repo = git_repo(tmp_path / "repo")
+    headers = session("deleter", repo)
+    db = Db(home, postgres_url)
+    with plain_node(home, repo, db.url) as (served, proc):
+        async with client(served, headers) as c:
+            await c.call_tool("thread_project", {"action": "create", "title": "Repo"})
+            await c.call_tool("thread_create", {"title": "Flaky test"})
+            await c.call_tool("thread_create", {"title": "Clock"})
+            assert indexed(db) == ["repo/clock", "repo/flaky-test", "repo/main"]
+            with psycopg.connect(db.url) as blocker:
+                blocker.execute("LOCK TABLE documents IN SHARE MODE")
+                until = partial(kill_at, proc, db.url, ("DELETE FROM documents",))
+                await unanswered(c, "thread_delete", {"thread_id": "flaky-test"}, until)
+                blocker.rollback()
+    assert files_of(repo) == ["clock.md", "flaky-test.md", "main.md"]
+    with plain_node(home, repo, db.url, port=served.port) as (served, _):
+        async with client(served, headers) as c:
+            again = structured(await c.call_tool("thread_delete", {"thread_id": "flaky-test"}))
+    assert again == {"deleted": ["flaky-test", "clock"]}, again
+    assert files_of(repo) == ["main.md"] and indexed(db) == ["repo/main"]
+
+
 def supervisor_of(run: Path) -> int | None:
     """The supervisor's pid in a task's run record (admission.Attempt), once its spawning process wrote it."""
     try:

@@ -99,6 +99,13 @@ class Changes:
         self._index(files.project, prov, [_document(files.project, prov, thread, scrubber)], also(thread))
         return thread
 
+    def reindex(self, files: ThreadFiles, prov: Provenance, threads: Sequence[Thread], scrubber: Scrubber) -> None:
+        """Put back the index entries of `threads`, whose files stay (a deletion that failed midway); the first
+        failure is the one reported."""
+        docs = [_document(files.project, prov, t, scrubber) for t in threads]
+        with suppress(ThreadloomError):
+            self._store.write(lambda w: [self._engine.index(w, doc) for doc in docs])
+
     def _index(
         self, project: str, prov: Provenance, docs: list[Document], also: Callable[[Writer], None] | None = None
     ) -> None:

@@ -217,13 +217,17 @@ class ThreadService(ThreadReads):
             below = tree.descendants(target.id)
             self._own(prov, project, repo, [target, *below], "delete (the thread and every descendant)")
             gone = [target.id, *[t.id for t in below]]
+            # Out of the index first: killed before the files go, the threads stay (their files, for a retry to
+            # delete), never a search entry for a thread whose file is gone, which no retry would find again.
+            self._store.write(lambda w: [self._engine.remove(w, "thread", f"{project.id}/{t}") for t in gone])
             removed: list[str] = []
             try:
                 for tid in reversed(gone):  # the deepest first: a failure midway leaves no thread without its parent
                     files.delete(tid)
                     removed.append(tid)
-            finally:
-                self._store.write(lambda w: [self._engine.remove(w, "thread", f"{project.id}/{t}") for t in removed])
+            except BaseException:
+                self._changes.reindex(files, prov, [threads[t] for t in gone if t not in removed], self.scrubber)
+                raise
         if self._cursor(prov)[1] in gone:
             self._set_cursor(prov, project.id, target.parent)
         return gone
