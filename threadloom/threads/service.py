@@ -104,8 +104,13 @@ class ThreadService(ThreadReads):
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, problems = files.load()
-            also = partial(partial, write_cursor, prov=prov, repo=repo, project=project.id)
-            left = self._changes.finish(files, prov, threads, self.scrubber, lambda t: also(thread=t.id))
+            left = self._changes.finish(  # the session moves to it, as to a thread this call makes
+                files,
+                prov,
+                threads,
+                self.scrubber,
+                lambda t: partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=t.id),
+            )
             if left is not None:  # its file, left by a call with this key killed before indexing it
                 return left
             parent_id = parent or self._position(prov, project, files).thread
