@@ -334,8 +334,8 @@ async def test_a_tournament_killed_after_its_first_admission_is_answered_with_it
 ) -> None:
     """A tournament's first admission claimed the call's idempotency key: a node killed before the call answered
     left the retry a bare "replayed", with no tournament id to read its answers by. Now the admission keeps the
-    tournament's id with the key, and the retry answers its digest as it is now. Only the admitted roles are in it
-    (the one here, done): a role the killed call never admitted is not started by the retry."""
+    tournament's id with the key, and the retry answers its digest as it is now: the admitted role as it is (done)
+    and the role the killed call never admitted, started by the retry under the same tournament."""
     node = plain_node(home, git_repo(tmp_path / "repo"), postgres_url, "organiser", THREADLOOM_SPAWN_COMMAND=FAKE)
     tour = {"prompt": "sleep 0", "roles": ["critic", "builder"], "wait_s": 0, "idempotency_key": "tour-1"}
     async with node.up() as c:
@@ -347,7 +347,12 @@ async def test_a_tournament_killed_after_its_first_admission_is_answered_with_it
     async with node.up() as c:
         again = structured(await c.call_tool("tournament", tour))
     assert again["replayed"] is True and again["tournament"] == tour_id, again
-    assert [(e["task"], e["role"], e["status"]) for e in again["entries"]] == [(task_id, role, "done")], again
+    by_role = {e["role"]: e for e in again["entries"]}
+    assert sorted(by_role) == ["builder", "critic"], again
+    assert (by_role[role]["task"], by_role[role]["status"]) == (task_id, "done"), again
+    with psycopg.connect(postgres_url) as conn:
+        tasks = conn.execute("SELECT role, tournament FROM tasks ORDER BY id").fetchall()
+    assert sorted(tasks) == [("builder", tour_id), ("critic", tour_id)], tasks
 
 
 async def test_a_summary_killed_before_its_session_moves_leaves_the_key_for_the_retry(

@@ -7,6 +7,11 @@ the reply leaves the claim, and the retry learns the write happened. A second ca
 same key fails its own transaction, writing nothing. A call that must write something else first (a
 thread reopened before its note) does that `unclaimed()`, so the key commits with the write the call is
 for: a crash between them leaves the key free, and the retry writes it.
+
+A call that writes repository files before the transaction that indexes them (a thread's file) first records
+them (`record_files`: path and digest, under the tool's name + `#files`); the claim drops that record in its
+transaction. Killed between the file and the claim, the retry finds what it left (`unfinished_files`) and
+finishes it instead of writing a second file beside the first (threads/pending.py).
 """
 
 from __future__ import annotations
@@ -28,6 +33,12 @@ from threadloom.store.base import Reader, Store, Writer
 
 MAX_KEY_CHARS: Final = 200
 MEMORY_ID: Final = re.compile(r"\bm_[0-9a-f]{16}\b")  # memory/model.py's new_memory_id
+FILES: Final = "#files"  # after a tool's name: the files its call wrote and has not yet indexed
+
+
+# What a keyed call killed before it finished kept with its key, handed by the server to the retry of a tool
+# that finishes such a call (`ToolDef.resumes`; a tournament's missing roles).
+RESUMING: ContextVar[dict[str, Any] | None] = ContextVar("threadloom_request_resuming", default=None)
 
 
 class RequestInFlight(ThreadloomError):
@@ -74,6 +85,48 @@ def claim(w: Writer) -> None:
             f"a {request.tool} call with idempotency key {request.key!r} is running or has written; retry it to "
             "get that call's result"
         )
+    w.execute(  # the files its calls wrote are indexed in this transaction: nothing is left to finish
+        "DELETE FROM tool_requests WHERE owner = :o AND tool = :t AND key = :k",
+        {"o": request.owner, "t": request.tool + FILES, "k": request.key},
+    )
+
+
+def record_files(store: Store, files: dict[str, str]) -> None:
+    """Before the current call writes them: repository files (real path -> sha256 of the text) that its claim's
+    transaction will index. Added to what earlier calls with the key left unfinished; a no-op without a key."""
+    request = CURRENT.get()
+    if request is None:
+        return
+
+    def tx(w: Writer) -> None:
+        params = {"o": request.owner, "t": request.tool + FILES, "k": request.key}
+        kept = w.scalar("SELECT result FROM tool_requests WHERE owner = :o AND tool = :t AND key = :k", params)
+        recorded = json.dumps((_files(kept) | files), sort_keys=True)
+        w.execute(
+            "INSERT INTO tool_requests (owner, tool, key, nonce, result, created_at) VALUES (:o, :t, :k, :n, :r, "
+            ":now) ON CONFLICT (owner, tool, key) DO UPDATE SET result = :r, created_at = :now",
+            params | {"n": request.nonce, "r": recorded, "now": now_ms()},
+        )
+
+    store.write(tx)
+
+
+def unfinished_files(store: Store) -> dict[str, str]:
+    """The files (real path -> sha256) calls with the current key wrote and never indexed: killed in between."""
+    request = CURRENT.get()
+    if request is None:
+        return {}
+    params = {"o": request.owner, "t": request.tool + FILES, "k": request.key}
+    sql = "SELECT result FROM tool_requests WHERE owner = :o AND tool = :t AND key = :k"
+    return _files(store.read(lambda r: r.scalar(sql, params)))
+
+
+def _files(kept: object) -> dict[str, str]:
+    try:
+        found = json.loads(str(kept)) if kept else {}
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in found.items()} if isinstance(found, dict) else {}
 
 
 def keep(w: Writer, result: dict[str, Any]) -> None:

@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import threading
+from contextlib import suppress
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final
@@ -24,6 +25,7 @@ from threadloom import requests
 from threadloom.clock import now_ms
 from threadloom.coordination import admission, supervision, tournament
 from threadloom.coordination.admission import AdmissionRefused, Attempt, SpawnConfig
+from threadloom.coordination.tournament import RoleTaken, admit_once
 from threadloom.errors import InvalidInput, NotFound, ThreadloomError
 from threadloom.identity import Provenance
 from threadloom.scrub import SCRUB, Scrubber
@@ -84,9 +86,11 @@ class SpawnService:
         retries: int = 0,
         tournament: str | None = None,
         toolset: str | None = None,
+        kept: dict[str, Any] | None = None,
     ) -> dict[str, Any]:
         """Start a child. `toolset`: the parent session's THREADLOOM_TOOLSET; the child gets those groups
-        and `coordination`, so that it can answer (default: the configured toolset)."""
+        and `coordination`, so that it can answer (default: the configured toolset). `kept`: what the
+        admission keeps with the call's key (default: the task's id)."""
         if not prompt.strip() or len(prompt) > MAX_PROMPT_CHARS:
             raise InvalidInput(f"a prompt is 1-{MAX_PROMPT_CHARS:,} characters")
         if not 1 <= timeout_s <= 86_400:
@@ -102,7 +106,7 @@ class SpawnService:
         admitted = Attempt(self._logs, task_id, 1)
         admitted.admitted()  # killed before its child starts, this process is seen gone: the task is lost
         try:
-            self._admit(prov, task_id, role, agent, workdir, argv, timeout_s, tournament, log_path)
+            self._admit(prov, task_id, role, agent, workdir, argv, timeout_s, tournament, log_path, kept)
         except BaseException:
             admitted.run_record.unlink(missing_ok=True)
             raise
@@ -143,9 +147,11 @@ class SpawnService:
         timeout_s: float,
         tournament: str | None,
         log_path: Path,
+        kept: dict[str, Any] | None,
     ) -> None:
         def tx(w: Writer) -> None:
             now = now_ms()
+            admit_once(w, tournament, role)
             admission.check(w, self.config, admission.settle(w, self.node, now)[0], now)
             w.execute(
                 "INSERT INTO tasks (id, parent_session, owner, role, agent, cwd, command, status, timeout_s, "
@@ -158,7 +164,7 @@ class SpawnService:
             jobs.beat(w, self.node, now, self.config.node_lease_ms)
             record_event(w, prov, "task.spawned", {"id": task_id, "role": role, "agent": agent})
             # a retry of a call killed before it answered finds its task, or its tournament
-            requests.keep(w, {"id": task_id} if tournament is None else {"tournament": tournament})
+            requests.keep(w, kept or {"id": task_id})
 
         self._store.write(tx)
 
@@ -286,14 +292,21 @@ class SpawnService:
         model: str | None = None,
         timeout_s: float = 600,
         toolset: str | None = None,
+        resume: dict[str, Any] | None = None,
     ) -> str:
-        """The same prompt to one child per role, in parallel; each answers by signal. Returns its id."""
+        """The same prompt to one child per role, in parallel; each answers by signal. Returns its id. `resume`:
+        what a call with the same key kept, killed before admitting every role: only the missing roles start."""
         tournament.check_roles(roles)
         if len(roles) > self.config.max_children:
             raise AdmissionRefused(f"{len(roles)} roles but at most {self.config.max_children} children")
-        tour = "tour_" + secrets.token_hex(4)
+        asking = tournament.asked(prompt, roles, agent, model, timeout_s)
+        tour = tournament.resumed(resume, asking) or "tour_" + secrets.token_hex(4)
+        if resume is not None:
+            self.settle()  # a task whose spawning process was killed before its child started reads lost
         for role in roles:
-            self.spawn(prov, tournament.framed(role, prompt), role, None, agent, model, timeout_s, 0, tour, toolset)
+            with suppress(RoleTaken):
+                framed, kept = tournament.framed(role, prompt), {"tournament": tour, "asked": asking}
+                self.spawn(prov, framed, role, None, agent, model, timeout_s, 0, tour, toolset, kept)
         return tour
 
     def digest(self, tour: str, prov: Provenance) -> dict[str, Any]:

@@ -99,7 +99,7 @@ class ThreadloomServer(MCPServer[Any]):
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None) -> Any:
         started = time.perf_counter()
-        ran = True
+        ran, resuming = True, None
         problem = self._unknown_arguments(name, arguments) or argument_problem(arguments)
         if problem:
             return errors.error_result(problem, retryable=False)
@@ -117,6 +117,10 @@ class ThreadloomServer(MCPServer[Any]):
                 )
             except ThreadloomError as exc:
                 return errors.from_exception(exc)
+            resumes = self.tool_defs[name].resumes
+            if replayed is not None and resumes is not None and resumes(replayed):
+                # killed before it finished: the tool finishes it (the key stays the first call's)
+                resuming, request, replayed = requests.RESUMING.set(replayed), None, None
             if replayed is not None and self.tool_defs[name].replays_tasks:
                 try:
                     replayed = await self.runtime.call(self.runtime.spawner.replayed, replayed, info.provenance())
@@ -141,6 +145,8 @@ class ThreadloomServer(MCPServer[Any]):
                 ran, result = False, errors.error_result(str(exc), retryable=False)
         finally:
             requests.CURRENT.reset(token)
+            if resuming is not None:
+                requests.RESUMING.reset(resuming)
             scrubbed.close()
         if scrubbed.kinds and isinstance(result, CallToolResult) and not result.is_error and result.structured_content:
             result = _structured(result.structured_content | {"scrubbed": scrubbed.kinds})

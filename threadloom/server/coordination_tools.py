@@ -8,6 +8,8 @@ import anyio
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
+from threadloom import requests
+from threadloom.coordination.tournament import resumable
 from threadloom.errors import InvalidInput
 from threadloom.server.connection import caller, connection_of
 from threadloom.server.toolsets import RequestKey, ToolDef
@@ -187,12 +189,13 @@ async def tournament(
     """
     runtime, prov = await caller(ctx)
     toolset = connection_of(ctx.request_context).env.get("THREADLOOM_TOOLSET")
-    tid = await runtime.call(runtime.spawner.tournament, prov, prompt, roles, agent, model, timeout_s, toolset)
+    resume = requests.RESUMING.get()  # a retry of a call killed before it admitted every role: the missing ones start
+    tid = await runtime.call(runtime.spawner.tournament, prov, prompt, roles, agent, model, timeout_s, toolset, resume)
     deadline = anyio.current_time() + wait_s
     while True:
         digest = await runtime.call(runtime.spawner.digest, tid, prov)
         if digest["finished"] or anyio.current_time() >= deadline:
-            return digest
+            return digest | ({"replayed": True} if resume is not None else {})
         await anyio.sleep(0.5)
 
 
@@ -230,5 +233,6 @@ COORDINATION_TOOLS: tuple[ToolDef, ...] = (
         idempotent=False,
         keyed=True,
         replays_tasks=True,
+        resumes=resumable,
     ),
 )

@@ -33,6 +33,8 @@ class ToolDef:
     default: bool = False  # in the default toolset although its group is not
     # A replay answers the tasks its first call admitted as they are now (Spawner.replayed), not that call's answer.
     replays_tasks: bool = False
+    # Whether what a killed call kept with its key is unfinished work the retry finishes (requests.RESUMING).
+    resumes: Callable[[dict[str, Any]], bool] | None = None
 
     @property
     def name(self) -> str:

@@ -2,7 +2,8 @@
 (every section, the whole file, its search entry) before the first byte is written; then the files
 are written in the order given, each atomically, and indexed in one transaction. A failure after
 the first file is written puts back every file already written, so a refused change leaves the
-files as they were.
+files as they were. A keyed call records its files before writing them, and its retry finishes what a call
+killed before the index left (`finish`; pending.py).
 
 The search entry holds the thread's text scrubbed (`scrubber`): a section typed by hand into the file
 may carry a credential that no service call scrubbed; the file itself is the user's and stays as it is.
@@ -20,6 +21,7 @@ from threadloom.search.engine import SearchEngine
 from threadloom.search.model import Document
 from threadloom.sessions import record_event
 from threadloom.store.base import Store, Writer
+from threadloom.threads import pending
 from threadloom.threads.files import ThreadFiles, checked
 from threadloom.threads.model import Thread
 
@@ -42,6 +44,8 @@ class Changes:
         texts = [checked(t) for t in threads]
         docs = [_document(files.project, prov, t, scrubber) for t in threads]
         written: list[tuple[str, str | None]] = []
+        for thread, text in zip(threads, texts, strict=True):
+            pending.record(self._store, files.files, files.rel_of(thread.id), text)
         try:
             for thread, text in zip(threads, texts, strict=True):
                 before = files.raw(thread.id)
@@ -66,6 +70,7 @@ class Changes:
         the key claimed and the cursor unmoved)."""
         text = checked(thread)
         doc = _document(files.project, prov, thread, scrubber)
+        pending.record(self._store, files.files, files.rel_of(thread.id), text)
         if not files.put(thread.id, text, replace=False):
             return False
         try:
@@ -74,6 +79,32 @@ class Changes:
             _put_back(files, [(thread.id, None)])
             raise
         return True
+
+    def finish(
+        self,
+        files: ThreadFiles,
+        prov: Provenance,
+        threads: dict[str, Thread],
+        scrubber: Scrubber,
+        also: Callable[[Thread], Callable[[Writer], None] | None] = lambda _: None,
+    ) -> Thread | None:
+        """The first of `threads` (as loaded, inside `files.locked()`) whose file a call with the current key
+        wrote and was killed before indexing, now indexed (with `also(thread)`, and the key's claim); None when
+        there is none. A retry finishes that call's work instead of doing it again."""
+        rels = {files.rel_of(tid): tid for tid in threads}
+        found = pending.left(self._store, files.files, rels)
+        if not found:
+            return None
+        thread = threads[rels[next(iter(found))]]
+        self._index(files.project, prov, [_document(files.project, prov, thread, scrubber)], also(thread))
+        return thread
+
+    def reindex(self, files: ThreadFiles, prov: Provenance, threads: Sequence[Thread], scrubber: Scrubber) -> None:
+        """Put back the index entries of `threads`, whose files stay (a deletion that failed midway); the first
+        failure is the one reported."""
+        docs = [_document(files.project, prov, t, scrubber) for t in threads]
+        with suppress(ThreadloomError):
+            self._store.write(lambda w: [self._engine.index(w, doc) for doc in docs])
 
     def _index(
         self, project: str, prov: Provenance, docs: list[Document], also: Callable[[Writer], None] | None = None

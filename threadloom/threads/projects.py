@@ -48,17 +48,23 @@ def load_projects(repo: Repository) -> tuple[dict[str, Project], list[str]]:
 
 
 def create_project_file(
-    repo: Repository, title: str, system_context: str, mode: str, check: Callable[[str], None]
+    repo: Repository,
+    title: str,
+    system_context: str,
+    mode: str,
+    check: Callable[[str], None],
+    record: Callable[[str, str], None] = lambda rel, text: None,
 ) -> Project:
     """Write a new project's file under an id made from its title that no file holds yet: a file that
     exists is never replaced, so racing creators get an id each. `check(id)` runs before the file
-    is written, to refuse the project's other paths first."""
+    is written, to refuse the project's other paths first; `record(rel, text)` just before it is written."""
     taken = set(load_projects(repo)[0])
     while True:
         project = Project(slugify(title, taken), title.strip(), system_context.strip(), mode)
         check(project.id)
         data = {"title": project.title, "system_context": project.system_context, "mode": project.mode}
         text = yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+        record(f"{PROJECTS}/{project.id}.yaml", text)
         if repo.write_text(f"{PROJECTS}/{project.id}.yaml", text, replace=False):
             return project
         taken.add(project.id)  # a broken file holds the name, or another process won it

@@ -13,7 +13,7 @@ from threadloom.clock import now_ms
 from threadloom.errors import InvalidInput, NotFound
 from threadloom.identity import Provenance
 from threadloom.scrub import SCRUB, Scrubber
-from threadloom.threads import git
+from threadloom.threads import git, pending
 from threadloom.threads.cursors import write_cursor
 from threadloom.threads.files import ThreadFiles
 from threadloom.threads.model import (
@@ -31,7 +31,7 @@ from threadloom.threads.model import (
     slugify,
 )
 from threadloom.threads.position import ROOT_THREAD, TRUNK_BRANCHES
-from threadloom.threads.projects import PROJECTS, Project, create_project_file
+from threadloom.threads.projects import PROJECTS, Project, create_project_file, load_projects
 from threadloom.threads.reads import ThreadReads, repo_of
 from threadloom.threads.repository import Repository
 from threadloom.threads.tree import Context, Tree
@@ -65,15 +65,26 @@ class ThreadService(ThreadReads):
             ROOT_THREAD, title.strip(), None, "active", git.author(repo, prov.author or self._author), now, now
         )
         root.check()  # before the project's file is written
-        project = create_project_file(files, title, system_context, mode, lambda p: _check_new_project(files, p))
+        # a call with this key killed before the root's index left its project's file: this call finishes it
+        left = pending.left(self._store, files, [f"{PROJECTS}/{p}.yaml" for p in load_projects(files)[0]])
+        if left:
+            project = load_projects(files)[0][next(iter(left)).removeprefix(f"{PROJECTS}/").removesuffix(".yaml")]
+        else:
+            record = partial(pending.record, self._store, files)
+            check = partial(_check_new_project, files)
+            project = create_project_file(files, title, system_context, mode, check, record)
         threads = ThreadFiles(files, project.id)
         try:
             with threads.locked():
                 cursor = partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=ROOT_THREAD)
-                if not self._changes.create(threads, prov, root, self.scrubber, also=cursor):
+                found = {k: v for k, v in threads.load()[0].items() if k == ROOT_THREAD}
+                if self._changes.finish(threads, prov, found, self.scrubber, lambda _: cursor) is None and not (
+                    self._changes.create(threads, prov, root, self.scrubber, also=cursor)
+                ):
                     raise InvalidInput(f"{threads.rel_of(ROOT_THREAD)} appeared meanwhile; it was left as it is")
         except BaseException:
-            files.delete(f"{PROJECTS}/{project.id}.yaml")  # a project without its root is not made
+            if not left:  # a project without its root is not made (a file this call did not write is not its own)
+                files.delete(f"{PROJECTS}/{project.id}.yaml")
             raise
         return project
 
@@ -93,6 +104,15 @@ class ThreadService(ThreadReads):
         files = ThreadFiles(repo, project.id)
         with files.locked():
             threads, problems = files.load()
+            left = self._changes.finish(  # the session moves to it, as to a thread this call makes
+                files,
+                prov,
+                threads,
+                self.scrubber,
+                lambda t: partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=t.id),
+            )
+            if left is not None:  # its file, left by a call with this key killed before indexing it
+                return left
             parent_id = parent or self._position(prov, project, files).thread
             Tree(threads).get(check_thread_id(parent_id))
             current = git.branch(repo)
@@ -202,13 +222,17 @@ class ThreadService(ThreadReads):
             below = tree.descendants(target.id)
             self._own(prov, project, repo, [target, *below], "delete (the thread and every descendant)")
             gone = [target.id, *[t.id for t in below]]
+            # Out of the index first: killed before the files go, the threads stay (their files, for a retry to
+            # delete), never a search entry for a thread whose file is gone, which no retry would find again.
+            self._store.write(lambda w: [self._engine.remove(w, "thread", f"{project.id}/{t}") for t in gone])
             removed: list[str] = []
             try:
                 for tid in reversed(gone):  # the deepest first: a failure midway leaves no thread without its parent
                     files.delete(tid)
                     removed.append(tid)
-            finally:
-                self._store.write(lambda w: [self._engine.remove(w, "thread", f"{project.id}/{t}") for t in removed])
+            except BaseException:
+                self._changes.reindex(files, prov, [threads[t] for t in gone if t not in removed], self.scrubber)
+                raise
         if self._cursor(prov)[1] in gone:
             self._set_cursor(prov, project.id, target.parent)
         return gone
@@ -242,10 +266,14 @@ class ThreadService(ThreadReads):
             threads, _ = files.load()
             current = Tree(threads).get(check_thread_id(thread_id or self._position(prov, project, files).thread))
             self._own(prov, project, repo, [current], "change a thread")
-            updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
             # the session's own thread, perhaps resumed: it is now where the session is (with the change's key)
-            cursor = partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=updated.id)
-            self._changes.save(files, prov, [updated], self.scrubber, also=cursor if thread_id is None else None)
+            cursor = partial(write_cursor, prov=prov, repo=repo, project=project.id, thread=current.id)
+            also = cursor if thread_id is None else None
+            left = self._changes.finish(files, prov, {current.id: current}, self.scrubber, lambda _: also)
+            if left is not None:  # the change is in its file (a call with this key was killed before indexing it)
+                return left
+            updated: Thread = change(current, repo, threads) if with_tree else change(current, repo)
+            self._changes.save(files, prov, [updated], self.scrubber, also=also)
         return updated
 
 
