@@ -1,6 +1,7 @@
 """A stand-in agent CLI for spawn tests: reads its prompt on stdin and acts on its lines.
 
     sleep N        sleep N seconds
+    await PATH     wait until PATH exists (a test holds the agent running until it says)
     stubborn       ignore SIGTERM from now on (the watchdog must SIGKILL)
     signal TEXT    whisper TEXT to the parent session through a real threadloom server (with the tools
                    THREADLOOM_TOOLSET gives it, as an agent's own threadloom server would)
@@ -99,6 +100,9 @@ def main() -> int:
         word, _, rest = line.strip().partition(" ")
         if word == "sleep":
             time.sleep(float(rest))
+        elif word == "await":
+            while not os.path.exists(rest):
+                time.sleep(0.02)
         elif word == "stubborn":
             signal.signal(signal.SIGTERM, signal.SIG_IGN)
         elif word == "signal":

@@ -119,9 +119,9 @@ def structured(result: Any) -> dict[str, Any]:
 class RawSession:
     """A hand-driven JSON-RPC session over a server's stdio, for messages no SDK client would send."""
 
-    def __init__(self, home: Path, *args: str, **extra_env: str) -> None:
+    def __init__(self, home: Path, *args: str, command: list[str] | None = None, **extra_env: str) -> None:
         self.proc = subprocess.Popen(
-            [PY, "-m", "threadloom", "serve", *args],
+            command or [PY, "-m", "threadloom", "serve", *args],
             env=env_for(home, **extra_env),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -114,6 +114,7 @@ from threadloom.learning.harvest import Extractor
 from threadloom.store.sqlite import open_store
 store = open_store(Path(sys.argv[1]))
 go = Path(sys.argv[2])
+print("ready", flush=True)
 while not go.exists():
     time.sleep(0.002)
 report = Extractor(store).run(batch=100_000)
@@ -135,6 +136,8 @@ def test_two_processes_racing_one_pass_queue_each_sentence_once(runtime: Runtime
         )
         for _ in range(2)
     ]
+    for p in racers:  # both started and waiting at the line: the go was given before either had started
+        assert p.stdout is not None and p.stdout.readline() == "ready\n"
     go.touch()
     reports = [json.loads(p.communicate(timeout=120)[0]) for p in racers]
     assert all(p.returncode == 0 for p in racers)

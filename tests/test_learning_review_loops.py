@@ -117,6 +117,7 @@ store = open_store(HomeLayout(home).database)
 env = {"THREADLOOM_HOME": str(home), "THREADLOOM_EMBEDDER": "none", "THREADLOOM_INGEST": "false"}
 job = EvolveJob(store, home, SpawnConfig(command=fake, grace_s=1.0, extra_env=env), "ana", REVIEW, candidates,
                 agent="custom")
+print("ready", flush=True)
 while not go.exists():
     time.sleep(0.002)
 print(json.dumps(job.run().as_dict()))
@@ -132,7 +133,8 @@ def test_two_processes_racing_one_loop_make_one_pass_and_one_child(home: Path, r
         subprocess.Popen([sys.executable, "-c", RACER, str(home), str(go), FAKE], stdout=subprocess.PIPE, text=True)
         for _ in range(2)
     ]
-    time.sleep(2.0)  # both started and waiting at the line
+    for p in racers:  # both started and waiting at the line (at load 7 their imports alone took 1.6 s of a fixed 2)
+        assert p.stdout is not None and p.stdout.readline() == "ready\n"
     go.touch()
     outs = [json.loads(p.communicate(timeout=120)[0].strip().splitlines()[-1]) for p in racers]
     did = sorted(o["did"] for o in outs)

@@ -9,7 +9,6 @@ import json
 import os
 import signal
 import subprocess
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +16,7 @@ import numpy as np
 import psycopg
 import pytest
 
-from tests.helpers import PY, cli, env_for
+from tests.helpers import PY, cli, env_for, wait_for
 from tests.portable_world import build
 from threadloom.config import Settings
 from threadloom.memory.model import NewMemory
@@ -25,7 +24,7 @@ from threadloom.runtime import open_runtime
 from threadloom.store import document_vectors
 from threadloom.store.postgres import open_postgres
 from threadloom.store.sqlite import open_store
-from threadloom.store.transfer import copy_store, tables
+from threadloom.store.transfer import BATCH, copy_store, tables
 
 pytestmark = pytest.mark.slow
 SAMPLED = ("memories", "memory_edges", "memory_entities", "signals", "signal_deliveries", "thread_notes", "events")
@@ -117,21 +116,28 @@ def test_a_migration_killed_half_way_resumes_and_finishes(tmp_path: Path, postgr
     home = make_home(tmp_path, extra_memories=500)
     env = env_for(home, THREADLOOM_USER="alice")
     log = tmp_path / "migrate.log"
-    with log.open("wb") as stderr:
-        command = [PY, "-m", "threadloom", "migrate", "--to", postgres_url]
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
-    copied = 0
-    with psycopg.connect(postgres_url, autocommit=True) as conn:
-        deadline = time.monotonic() + 120
-        while proc.poll() is None and time.monotonic() < deadline:
-            copied = int(conn.execute("SELECT count(*) FROM memories").fetchone()[0])  # type: ignore[index]
-            if copied >= 200:
-                break
-            time.sleep(0.01)
-    assert proc.poll() is None, log.read_text()  # still copying: killed half-way
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    assert 200 <= copied < 500
+    with psycopg.connect(postgres_url, autocommit=True) as gate:
+        # The second batch of memories waits on a lock the test holds (polling the count and killing at once
+        # raced the copy: a test stalled 0.3 s saw all 507 copied), and the copy is killed there.
+        gate.execute(
+            "CREATE FUNCTION gate() RETURNS trigger AS $$ BEGIN IF (SELECT count(*) FROM memories) >= "
+            f"{BATCH} THEN PERFORM pg_advisory_xact_lock(4242); END IF; RETURN NEW; END $$ LANGUAGE plpgsql"
+        )
+        gate.execute("CREATE TRIGGER gate BEFORE INSERT ON memories FOR EACH ROW EXECUTE FUNCTION gate()")
+        gate.execute("SELECT pg_advisory_lock(4242)")
+        with log.open("wb") as stderr:
+            command = [PY, "-m", "threadloom", "migrate", "--to", postgres_url]
+            proc = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=stderr)
+        waiting = "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event = 'advisory'"
+        wait_for(lambda: proc.poll() is not None or gate.execute(waiting).fetchone() != (0,), timeout=120)
+        assert proc.poll() is None, log.read_text()  # still copying: killed half-way
+        copied = int(gate.execute("SELECT count(*) FROM memories").fetchone()[0])  # type: ignore[index]
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        gate.execute("SELECT pg_advisory_unlock(4242)")  # its backend finds its client gone and rolls back
+        gate.execute("DROP TRIGGER gate ON memories")
+        gate.execute("DROP FUNCTION gate()")
+    assert copied == BATCH  # the first batch, committed
     with psycopg.connect(postgres_url) as conn:
         left = conn.execute("SELECT count(*) FROM job_cursors WHERE name LIKE 'migrate.copy:%'").fetchone()
     assert left is not None and left[0] >= 1  # where it stopped is recorded

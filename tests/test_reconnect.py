@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -18,11 +17,11 @@ from tests.helpers import (
     RawSession,
     cli,
     daemon_pid,
-    env_for,
     serve_params,
     structured,
     wait_for,
 )
+from tests.unix_queues import unread_bytes
 from threadloom.daemon import control
 from threadloom.store.sqlite import SqliteStore
 
@@ -52,21 +51,41 @@ def kill_daemon(home: Path) -> int:
     return pid
 
 
-def in_flight_when_killed(home: Path, raw: RawSession, message: dict[str, Any]) -> dict[str, Any]:
-    """Send `message` to a daemon that cannot answer it (stopped), kill the daemon, and read the answer."""
+def stopped(pid: int) -> bool:
+    """Every thread of `pid` stopped (SIGSTOP takes effect when each is next scheduled, not at kill())."""
+    try:
+        return all((task / "stat").read_text().rsplit(")", 1)[1].split()[0] == "T" for task in tasks(pid))
+    except FileNotFoundError:
+        return False
+
+
+def tasks(pid: int) -> list[Path]:
+    return list(Path(f"/proc/{pid}/task").iterdir())
+
+
+def handed_to_stopped_daemon(home: Path, raw: RawSession, message: dict[str, Any]) -> int:
+    """Stop the daemon (SIGSTOP) and send `message` through the bridge; return once the bridge has handed it
+    over, its bytes waiting unread in the daemon's socket: in flight, as the bridge sees it. Under load a
+    fixed pause was not enough, and a request still in the bridge went to the next daemon instead."""
     pid = daemon_pid(home)
     assert pid is not None
     os.kill(pid, signal.SIGSTOP)
     try:
-        raw.send_line(json.dumps(message).encode())
-        time.sleep(0.3)  # let the bridge hand the request to the stopped daemon (nothing can answer it)
-    finally:
+        wait_for(lambda: stopped(pid), what="the daemon to stop")
+        before = unread_bytes(pid)
+        line = json.dumps(message).encode()
+        raw.send_line(line)
+        wait_for(lambda: unread_bytes(pid) >= before + len(line) + 1, what="the request to reach the daemon")
+    except BaseException:
         os.kill(pid, signal.SIGKILL)
-        killed_at[0] = time.monotonic()
+        raise
+    return pid
+
+
+def in_flight_when_killed(home: Path, raw: RawSession, message: dict[str, Any]) -> dict[str, Any]:
+    """Send `message` to a daemon that cannot answer it (stopped), kill the daemon, and read the answer."""
+    os.kill(handed_to_stopped_daemon(home, raw, message), signal.SIGKILL)
     return raw.read()
-
-
-killed_at = [0.0]
 
 
 def session_events(home: Path, session_id: str) -> list[str]:
@@ -115,15 +134,26 @@ def test_the_replayed_handshake_is_not_shown_to_the_client(home: Path) -> None:
     assert "structuredContent" in reply["result"]
 
 
-def test_a_write_in_flight_when_the_daemon_dies_gets_a_retryable_error(home: Path) -> None:
-    raw = RawSession(home)
+# A bridge that starts a daemon only while the file named by its argument exists.
+GATED = (
+    "import sys; from pathlib import Path; from threadloom.daemon import bridge, launch; gate = Path(sys.argv[1]); "
+    "bridge._start_daemon = lambda layout: launch.start_daemon(layout) if gate.exists() else None; "
+    "sys.exit(bridge.main())"
+)
+
+
+def test_a_write_in_flight_when_the_daemon_dies_gets_a_retryable_error(home: Path, tmp_path: Path) -> None:
+    gate = tmp_path / "may-start-a-daemon"
+    gate.touch()
+    raw = RawSession(home, command=[PY, "-c", GATED, str(gate)])
     try:
         raw.initialize()
         raw.request("tools/list")
         before = status(raw)
         store = {"name": "memory_store", "arguments": {"content": "the build uses make"}}
+        gate.unlink()  # answered at once, not after the restart: none can happen before the answer is read
         reply = in_flight_when_killed(home, raw, {"jsonrpc": "2.0", "id": 50, "method": "tools/call", "params": store})
-        assert time.monotonic() - killed_at[0] < 1.5  # answered at once, not after the restart
+        gate.touch()
         assert reply["id"] == 50
         assert reply["result"]["isError"] is True
         body = reply["result"]["structuredContent"]
@@ -202,11 +232,7 @@ def test_a_bridge_that_cannot_reconnect_answers_what_is_in_flight_and_says_why(h
     )
     keeper = RawSession(home)  # a daemon to start with, which the bridge below could not start
     keeper.initialize()
-    raw = RawSession.__new__(RawSession)
-    raw._next_id = 0
-    raw.proc = subprocess.Popen(
-        [PY, "-c", code], env=env_for(home), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-    )
+    raw = RawSession(home, command=[PY, "-c", code])
     raw.initialize()
     assert keeper.close() == 0
     raw.request("tools/list")
@@ -254,8 +280,9 @@ def test_a_call_in_flight_when_the_daemon_is_stopped_is_answered_at_once(home: P
         raw.initialize()
         raw.request("tools/list")
         wait = {"name": "signal_inbox", "arguments": {"wait_s": 60}}
-        raw.send_line(json.dumps({"jsonrpc": "2.0", "id": 95, "method": "tools/call", "params": wait}).encode())
-        time.sleep(0.5)  # the call is waiting in the daemon
+        pid = handed_to_stopped_daemon(home, raw, {"jsonrpc": "2.0", "id": 95, "method": "tools/call", "params": wait})
+        os.kill(pid, signal.SIGCONT)
+        wait_for(lambda: unread_bytes(pid) == 0, what="the daemon to read the call")  # the call is in the daemon
         started = time.monotonic()
         assert cli(home, "daemon", "stop").returncode == 0
         reply = raw.read()
