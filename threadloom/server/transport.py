@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import threading
@@ -27,13 +26,13 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.runner import serve_dual_era_loop
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
 
 from threadloom.daemon import jsonrpc
 from threadloom.errors import InvalidInput
 from threadloom.identity import parent_session_from, project_root, session_id_from
 from threadloom.server.app import ThreadloomServer, toolset_for
 from threadloom.server.connection import ConnectionState
+from threadloom.server.envelope import read_message
 
 log = logging.getLogger(__name__)
 
@@ -210,14 +209,6 @@ class _Output:
                 self.open = False
 
 
-def _has_top_level_id(line: bytes) -> bool:
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(value, dict) and "id" in value
-
-
 async def serve_lines(
     server: ThreadloomServer, reader: LineReader, writer: ByteSendStream, state: ConnectionState
 ) -> None:
@@ -260,13 +251,9 @@ async def serve_lines(
                 continue
             if not line.strip():
                 continue
-            try:
-                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                if isinstance(message, types.JSONRPCNotification) and b'"id"' in line and _has_top_level_id(line):
-                    raise ValueError("a request whose id is neither a string nor an integer")
-            except ValueError as exc:  # pydantic's ValidationError is one
-                detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) and exc.errors() else str(exc)
-                await refuse(jsonrpc.diagnose(line, detail), line)
+            message = read_message(line)
+            if isinstance(message, jsonrpc.Refusal):
+                await refuse(message, line)
                 continue
             if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
                 if "id" in handshake:

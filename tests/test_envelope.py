@@ -1,0 +1,149 @@
+"""Messages the SDK cannot take, sent by a clumsy client over each transport: each gets threadloom's
+`{error, retryable: false}` (a notification: silence), and the session goes on.
+
+Tried from outside first: over HTTP, valid JSON nested past the SDK parser's 200 levels got its bare "Parse
+error: recursion limit exceeded", a number, `[]`, a batch or `params` of the wrong type a pydantic dump, a
+request whose id is null was taken for a notification (202, never answered), and a 1 MB method name came back
+whole in "Method not found". Over stdio the nested one said "invalid request: Invalid JSON" under -32600, a
+`tools/call` as well, and no JSON-RPC error carried `{error, retryable}`.
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp.shared.exceptions import MCPError
+
+from tests.helpers import RawSession, new_home, stop_everything
+from tests.http_server import INIT, Served, client, git_repo, serve_http
+from threadloom.daemon.jsonrpc import MAX_DEPTH
+
+pytestmark = [pytest.mark.slow, pytest.mark.anyio]
+
+TOO_DEEP = f"more than {MAX_DEPTH} levels deep"
+
+
+def nested(levels: int) -> bytes:
+    return b"[" * levels + b"]" * levels
+
+
+def call(request_id: int, arguments: bytes) -> bytes:
+    head = b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"status","arguments":{"x":' % request_id
+    return head + arguments + b"}}}"
+
+
+# (body, the id the answer carries, its JSON-RPC code, words it says)
+BODIES: list[tuple[bytes, Any, int, str]] = [
+    (call(7, nested(300)), 7, -32602, TOO_DEEP),  # deeper than the SDK's parser, not Python's
+    (b'{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":' + nested(100_000) + b"}}", 8, -32602, TOO_DEEP),
+    (b'{"jsonrpc":"2.0","method":"ping","params":{"x":' + nested(300) + b'},"id":9}', 9, -32602, TOO_DEEP),
+    (nested(100_000), None, -32700, TOO_DEEP),
+    (b"5", None, -32600, "a JSON-RPC message is a JSON object, not a number"),
+    (b'"hi"', None, -32600, "a JSON-RPC message is a JSON object, not a string"),
+    (b"[]", None, -32600, "an empty batch"),
+    (
+        json.dumps([{"jsonrpc": "2.0", "id": i, "method": "ping"} for i in range(10_000)]).encode(),
+        None,
+        -32600,
+        "batches are not part of MCP",
+    ),
+    (json.dumps({"jsonrpc": "2.0", "id": 3, "method": "x" * 1_000_000}).encode(), 3, -32601, "(1,000,000 characters)"),
+    (json.dumps({"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": [1, 2]}).encode(), 4, -32602, "params"),
+    (json.dumps({"jsonrpc": "2.0", "id": None, "method": "ping"}).encode(), None, -32600, "a request id is"),
+    (json.dumps({"jsonrpc": "2.0", "id": None, "method": "notifications/initialized"}).encode(), None, -32600, "id"),
+]
+IDS = ["deep", "deeper than python", "deep, id last", "deep, no object", "number", "string", "empty batch", "batch",
+       "1 MB method", "positional params", "null id", "null id notification"]  # fmt: skip
+
+
+def post(served: Served, body: bytes, session: str | None) -> tuple[int, dict[str, Any]]:
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream", **served.auth()}
+    if session is not None:
+        headers |= {"Mcp-Session-Id": session, "Mcp-Protocol-Version": "2025-11-25"}
+    request = urllib.request.Request(served.url, data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=60) as answered:
+            return answered.status, {"raw": answered.read().decode()[:500]}
+    except urllib.error.HTTPError as exc:
+        return exc.code, json.loads(exc.read())
+
+
+@pytest.fixture(scope="module")
+def served() -> Iterator[tuple[Served, str]]:
+    home = new_home()
+    with serve_http(home, git_repo(home / "repo")) as server:
+        request = urllib.request.Request(
+            server.url,
+            data=json.dumps(INIT).encode(),
+            headers={"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+            | server.auth(),
+            method="POST",
+        )
+        with urllib.request.urlopen(request, timeout=60) as answered:
+            session = answered.headers["Mcp-Session-Id"]
+        yield server, session
+    stop_everything(home)
+
+
+@pytest.mark.parametrize(("body", "answer_id", "code", "said"), BODIES, ids=IDS)
+def test_over_http_each_is_refused_in_threadloom_words(
+    served: tuple[Served, str], body: bytes, answer_id: Any, code: int, said: str
+) -> None:
+    server, session = served
+    # A client outside a session gets {error, retryable}, as from every other gate.
+    status, answer = post(server, body, None)
+    assert status == 400 and answer["retryable"] is False and said in answer["error"], answer
+    # One in a session gets a JSON-RPC error under the request's id (when it can be read), carrying the same.
+    status, answer = post(server, body, session)
+    assert status == 400 and (answer["id"], answer["error"]["code"]) == (answer_id, code), answer
+    assert said in answer["error"]["message"] and len(answer["error"]["message"]) < 500, answer
+    assert answer["error"]["data"] == {"error": answer["error"]["message"], "retryable": False}
+    status, answer = post(server, json.dumps({"jsonrpc": "2.0", "id": 99, "method": "ping"}).encode(), session)
+    assert status == 200 and '"id":99,"result":{}' in answer["raw"]
+
+
+async def test_an_mcp_client_sees_why_its_too_deep_arguments_were_refused(served: tuple[Served, str]) -> None:
+    server, _ = served
+    deep: Any = "bottom"
+    for _ in range(250):
+        deep = [deep]
+    async with client(server) as c:
+        with pytest.raises(MCPError) as refused:
+            await c.call_tool("memory_store", {"content": "a nested note", "entities": deep})
+        assert TOO_DEEP in refused.value.error.message
+        assert refused.value.error.data == {"error": refused.value.error.message, "retryable": False}
+        assert (await c.call_tool("status", {})).is_error is False
+
+
+MODES = {"bridge": (), "in-process": ("--in-process",)}
+
+
+@pytest.fixture(params=sorted(MODES))
+def raw(request: pytest.FixtureRequest, home: Path) -> Iterator[RawSession]:
+    session = RawSession(home, *MODES[request.param])
+    session.initialize()
+    yield session
+    session.close()
+
+
+def test_over_stdio_each_is_answered_in_threadloom_words(raw: RawSession) -> None:
+    for (body, answer_id, code, said), name in zip(BODIES, IDS, strict=True):
+        raw.send_line(body)
+        replies = [raw.read() for _ in range(10_000 if name == "batch" else 1)]
+        reply = replies[0]
+        assert reply["id"] == (0 if name == "batch" else answer_id), (name, reply)
+        if name == "deep":  # arguments of a tool call: a tool error the model can act on
+            assert reply["result"]["isError"] is True and said in reply["result"]["structuredContent"]["error"]
+            assert reply["result"]["structuredContent"]["retryable"] is False
+            continue
+        assert reply["error"]["code"] == code and said in reply["error"]["message"], (name, reply)
+        assert all(r["error"]["data"] == {"error": r["error"]["message"], "retryable": False} for r in replies)
+    # A notification nested too deep gets no answer: the next line read is the ping's.
+    raw.send_line(b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"x":' + nested(300) + b"}}")
+    assert raw.request("ping")["result"] == {}
