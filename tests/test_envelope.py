@@ -108,6 +108,19 @@ def test_over_http_each_is_refused_in_threadloom_words(
     assert status == 200 and '"id":99,"result":{}' in answer["raw"]
 
 
+def test_over_http_a_body_not_declared_json_is_refused_in_words(served: tuple[Served, str]) -> None:
+    server, _ = served
+    for content_type in ("text/plain", ""):
+        headers = {"Accept": "application/json, text/event-stream", "Content-Type": content_type, **server.auth()}
+        body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "ping"}).encode()
+        request = urllib.request.Request(server.url, data=body, headers=headers, method="POST")
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=60)
+        assert refused.value.code == 415
+        said = json.loads(refused.value.read())
+        assert said["retryable"] is False and "Content-Type: application/json" in said["error"], said
+
+
 async def test_an_mcp_client_sees_why_its_too_deep_arguments_were_refused(served: tuple[Served, str]) -> None:
     server, _ = served
     deep: Any = "bottom"
