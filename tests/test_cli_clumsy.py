@@ -47,6 +47,7 @@ REFUSED: list[tuple[list[str | bytes], str, int]] = [
     (["memory", "store"], "Missing argument 'content' (see ", 2),
     (["bogus"], "No such command 'bogus'", 2),
     (["memory", "delete", "m_0123456789abcdef"], "aborted: nothing was done", 1),  # no terminal to answer on
+    (["backup", "create", "/tmp/threadloom-never.db", "--pg-bin", "/nowhere"], "--pg-bin goes with a PostgreSQL", 2),
 ]
 
 
@@ -138,3 +139,11 @@ def test_doctor_says_a_home_cannot_be_made_rather_than_that_it_will_be(tmp_path:
     assert done.returncode == 1 and b"Traceback" not in done.stderr
     report = done.stdout.decode()
     assert f"{home} cannot be made: {home.parent} is not writable" in " ".join(report.split()), report
+
+
+def test_a_target_named_twice_is_written_once(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    done = run(tmp_path / "home", ["init", "--target", "agents", "--target", "agents"], repo)
+    assert done.returncode == 0 and done.stdout.decode().split() == ["created", "AGENTS.md"], done.stdout
+    assert (repo / "AGENTS.md").read_text().count("threadloom") > 0
