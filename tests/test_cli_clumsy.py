@@ -47,7 +47,7 @@ REFUSED: list[tuple[list[str | bytes], str, int]] = [
     (["memory", "store"], "Missing argument 'content' (see ", 2),
     (["bogus"], "No such command 'bogus'", 2),
     (["memory", "delete", "m_0123456789abcdef"], "aborted: nothing was done", 1),  # no terminal to answer on
-    (["backup", "create", "/tmp/threadloom-never.db", "--pg-bin", "/nowhere"], "--pg-bin goes with a PostgreSQL", 2),
+    (["backup", "create", "never.db", "--pg-bin", "/nowhere"], "--pg-bin goes with a PostgreSQL", 2),  # in repo/
 ]
 
 
