@@ -145,6 +145,33 @@ def raw(request: pytest.FixtureRequest, home: Path) -> Iterator[RawSession]:
     session.close()
 
 
+BAD_INIT = {"protocolVersion": 5}
+GOOD_INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "raw-test", "version": "1"}}
+
+
+def test_over_stdio_a_bad_initialize_says_what_is_wrong_and_a_good_one_after_it_is_served(home: Path) -> None:
+    # The SDK said "Invalid request parameters" (data ""), and the transport took that initialize for one under
+    # way: every later one, a good one too, got "initialize is already under way", for good.
+    for mode in MODES.values():
+        raw = RawSession(home, *mode)
+        try:
+            refused = raw.request("initialize", BAD_INIT)
+            said = refused["error"]["message"]
+            assert said.startswith("initialize params: protocolVersion: Input should be a valid string"), refused
+            assert refused["error"]["data"] == {"error": said, "retryable": False}
+            assert raw.request("initialize", GOOD_INIT)["result"]["serverInfo"]["name"] == "threadloom"
+        finally:
+            raw.close()
+
+
+def test_over_http_a_bad_initialize_says_what_is_wrong(served: tuple[Served, str]) -> None:
+    server, _ = served
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": BAD_INIT}).encode()
+    status, answer = post(server, body, None)
+    assert status == 400 and answer["retryable"] is False, answer
+    assert answer["error"].startswith("initialize params: protocolVersion: Input should be a valid string"), answer
+
+
 def test_over_stdio_each_is_answered_in_threadloom_words(raw: RawSession) -> None:
     for (body, answer_id, code, said), name in zip(BODIES, IDS, strict=True):
         raw.send_line(body)

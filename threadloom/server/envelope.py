@@ -27,6 +27,10 @@ def read_message(line: bytes) -> types.JSONRPCMessage | jsonrpc.Refusal:
     except ValueError as exc:  # pydantic's ValidationError is one
         detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) and exc.errors() else str(exc)
         return jsonrpc.diagnose(line, detail)
+    if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
+        refused = _initialize_params(message)
+        if refused is not None:
+            return refused
     if isinstance(message, types.JSONRPCRequest | types.JSONRPCNotification) and len(message.method) > MAX_METHOD_CHARS:
         why = f"no method is named {message.method[:60]!r}... ({len(message.method):,} characters)"
         if isinstance(message, types.JSONRPCNotification):
@@ -34,6 +38,18 @@ def read_message(line: bytes) -> types.JSONRPCMessage | jsonrpc.Refusal:
         code = jsonrpc.METHOD_NOT_FOUND
         return jsonrpc.Refusal(why, [jsonrpc.error_line(message.id, code, why)], (message.id, code, why))
     return message
+
+
+def _initialize_params(message: types.JSONRPCRequest) -> jsonrpc.Refusal | None:
+    """The SDK refuses an `initialize` it cannot read as "Invalid request parameters", saying nothing of which."""
+    try:
+        types.InitializeRequestParams.model_validate(message.params or {})
+    except ValidationError as exc:
+        wrong = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'params'}: {e['msg']}" for e in exc.errors()[:3])
+        why = f"initialize params: {wrong}"[:500]
+        code = jsonrpc.INVALID_PARAMS
+        return jsonrpc.Refusal(why, [jsonrpc.error_line(message.id, code, why)], (message.id, code, why))
+    return None
 
 
 def _has_top_level_id(line: bytes) -> bool:
