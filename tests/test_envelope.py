@@ -164,6 +164,21 @@ def test_over_stdio_a_bad_initialize_says_what_is_wrong_and_a_good_one_after_it_
             raw.close()
 
 
+def test_over_stdio_a_request_before_initialize_is_told_to_initialize_first(home: Path) -> None:
+    # The SDK said "Invalid request parameters" (data "") of a tools/list whose params were fine.
+    for mode in MODES.values():
+        raw = RawSession(home, *mode)
+        try:
+            early = raw.request("tools/list")
+            said = early["error"]["message"]
+            assert "send initialize first" in said and early["error"]["data"] == {"error": said, "retryable": False}
+            assert raw.request("ping")["result"] == {}  # ping is allowed before it, as MCP says
+            raw.initialize()
+            assert raw.request("tools/list")["result"]["tools"]
+        finally:
+            raw.close()
+
+
 def test_over_http_a_bad_initialize_says_what_is_wrong(served: tuple[Served, str]) -> None:
     server, _ = served
     body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": BAD_INIT}).encode()

@@ -43,6 +43,7 @@ MAX_IN_FLIGHT = 32
 MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024  # of request lines: a few messages at the size limit
 LOGGED_REFUSALS = 5  # per session: a client sending garbage in a loop must not fill the log
 MAX_LOG_CHARS = 2000
+BEFORE_INIT = "this session has not begun: send initialize first (then notifications/initialized)"
 DRAIN_S = 10.0  # how long the answers to a session's last requests are awaited once it has closed its side
 
 
@@ -260,6 +261,11 @@ async def serve_lines(
                     await output.send(_initialized_already(message.id, handshake.get("result")))
                     continue
                 handshake["id"] = message.id
+            elif isinstance(message, types.JSONRPCRequest) and "id" not in handshake and message.method != "ping":
+                # The SDK's answer would be "Invalid request parameters", of a request whose params are fine.
+                answer = jsonrpc.error_line(message.id, jsonrpc.INVALID_REQUEST, BEFORE_INIT)
+                await refuse(jsonrpc.Refusal(BEFORE_INIT, [answer]), line)
+                continue
             if isinstance(message, types.JSONRPCRequest):
                 await in_flight.admit(message.id, len(line))
             elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":
