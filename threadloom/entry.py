@@ -23,6 +23,8 @@ def main() -> None:
 
 
 def _main(args: list[str]) -> None:
+    if args and args[0] not in ("version", "hook") and not {"--help", "-h"} & set(args):  # a hook fails open
+        _check_home()
     if args == ["serve"]:
         from threadloom.daemon.bridge import main as bridge_main
 
@@ -45,9 +47,34 @@ def _main(args: list[str]) -> None:
         except ThreadloomError as exc:
             print(f"threadloom: {exc.message}", file=sys.stderr)
             sys.exit(2)
+    for n, arg in enumerate(args, 1):
+        if not _is_text(arg):  # bytes that are not UTF-8, which Python kept as lone surrogates (PEP 383)
+            shown = arg.encode("utf-8", "surrogateescape")[:60]
+            print(f"threadloom: argument {n} ({shown!r}) is not UTF-8 text; nothing was done", file=sys.stderr)
+            sys.exit(2)
     from threadloom.cli import run
 
     run()
+
+
+def _check_home() -> None:
+    """A home that cannot be one (a file, a link to nothing, under a file) refused in one line, before anything
+    tries to make it or a file in it."""
+    from threadloom.home import default_home, home_problem
+
+    problem = home_problem(default_home())
+    if problem is not None:
+        hint = "set THREADLOOM_HOME to a folder (or unset it for ~/.threadloom)"
+        print(f"threadloom: {problem}; {hint}", file=sys.stderr)
+        sys.exit(2)
+
+
+def _is_text(arg: str) -> bool:
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _take_daemon_lock(inherited: int | None) -> int | None:
@@ -59,7 +86,11 @@ def _take_daemon_lock(inherited: int | None) -> int | None:
     from threadloom.home import HomeLayout, default_home, try_lock
 
     layout = HomeLayout(default_home())
-    layout.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        layout.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        print(f"threadloom: cannot make the home folder {layout.home}: {exc.strerror or exc}", file=sys.stderr)
+        sys.exit(2)
     if inherited is not None:
         try:
             mine, lock = os.fstat(inherited), os.stat(layout.lock)

@@ -15,6 +15,22 @@ def default_home(environ: Mapping[str, str] | None = None) -> Path:
     return Path(raw).expanduser().absolute() if raw else Path.home() / ".threadloom"
 
 
+def home_problem(home: Path) -> str | None:
+    """Why `home` cannot be the home folder (made on first use), or None. Nothing is made here."""
+    if home.is_symlink() and not home.exists():
+        return f"the home {home} is a symbolic link to {os.readlink(home)}, which does not exist"
+    if home.exists():
+        return None if home.is_dir() else f"the home {home} is not a folder"
+    ancestor = home.parent
+    while not ancestor.exists() and ancestor != ancestor.parent:
+        if ancestor.is_symlink():
+            return f"the home {home} cannot be made: {ancestor} is a symbolic link to nothing"
+        ancestor = ancestor.parent
+    if not ancestor.is_dir():
+        return f"the home {home} cannot be made: {ancestor} is not a folder"
+    return None
+
+
 class HomeLayout:
     """Where each file of the home folder lives.
 

@@ -13,6 +13,11 @@ from threadloom.cli import team
 from threadloom.config import Settings, configure_logging, load_settings
 from threadloom.errors import ThreadloomError
 
+try:  # typer 0.2x carries its own click; older ones use click's
+    from typer._click import exceptions as _errors
+except ImportError:  # pragma: no cover
+    from click import exceptions as _errors  # type: ignore[no-redef]
+
 app = typer.Typer(
     name="threadloom",
     help="Persistent memory and coordination for AI coding agents, served over MCP.",
@@ -163,8 +168,28 @@ def _register_groups() -> None:
 def run() -> None:
     _register_groups()
     try:
-        app()
+        code = app(standalone_mode=False)  # click's own errors come here, to be said in one line
     except ThreadloomError as exc:
-        err.print("[red]threadloom:[/red] ", end="")
-        err.print(exc.message, markup=False, highlight=False, soft_wrap=True)  # text, not markup; a path stays whole
+        _refuse(exc.message)
         sys.exit(2)
+    except _errors.UsageError as exc:  # a missing argument, an option out of range, an unknown command
+        if isinstance(exc, getattr(_errors, "NoArgsIsHelpError", ())):  # `threadloom memory` alone: its help
+            shown = exc.ctx.get_help() if exc.ctx else exc.format_message()  # rich prints it itself, saying ""
+            if shown:
+                print(shown, file=sys.stderr)
+        else:
+            where = f" (see {exc.ctx.command_path} --help)" if exc.ctx else ""
+            _refuse(exc.format_message().rstrip(".") + where)
+        sys.exit(exc.exit_code)
+    except _errors.ClickException as exc:
+        _refuse(exc.format_message())
+        sys.exit(exc.exit_code)
+    except typer.Abort:  # a question answered with Ctrl-D, or none to read
+        _refuse("aborted: nothing was done")
+        sys.exit(1)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _refuse(message: str) -> None:
+    err.print("[red]threadloom:[/red] ", end="")
+    err.print(message, markup=False, highlight=False, soft_wrap=True)  # text, not markup; a path stays whole

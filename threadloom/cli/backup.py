@@ -13,7 +13,7 @@ import typer
 from threadloom.cli.app import err, out, settings
 from threadloom.config import Settings
 from threadloom.daemon import control
-from threadloom.errors import StoreError
+from threadloom.errors import InvalidInput, StoreError
 from threadloom.home import try_lock
 from threadloom.store.migrations import MIGRATIONS
 from threadloom.store.sqlite import SqliteStore, ensure_private_file
@@ -51,6 +51,7 @@ def create(
             highlight=False,
         )
         return
+    _no_pg_bin(pg_bin)
     if not s.layout.database.exists():
         raise StoreError(f"there is no store at {s.layout.database} yet")
     store = SqliteStore(s.layout.database)
@@ -124,6 +125,7 @@ def restore(
             highlight=False,
         )
         return
+    _no_pg_bin(pg_bin)
     validate_backup(path.absolute())
     # Holding the store lock exclusively keeps every new server waiting until the restore is done.
     lock_fd = try_lock(s.layout.store_lock)
@@ -192,3 +194,9 @@ def _kept_name(db: Path) -> Path:
         n += 1
         kept = db.with_name(f"{stamp}-{n}")
     return kept
+
+
+def _no_pg_bin(pg_bin: Path | None) -> None:
+    """--pg-bin on a SQLite store would do nothing: refused, not ignored."""
+    if pg_bin is not None:
+        raise InvalidInput("--pg-bin goes with a PostgreSQL store (THREADLOOM_STORE_URL); this store is SQLite")

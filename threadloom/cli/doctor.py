@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 from dataclasses import dataclass
@@ -41,6 +42,11 @@ def _mode(path_mode: int) -> str:
 def check_home(s: Settings) -> list[Check]:
     home = s.home
     if not home.exists():
+        ancestor = home.parent
+        while not ancestor.exists() and ancestor != ancestor.parent:
+            ancestor = ancestor.parent
+        if not os.access(ancestor, os.W_OK | os.X_OK):
+            return [Check("home", False, f"{home} cannot be made: {ancestor} is not writable")]
         return [Check("home", True, f"{home} will be created on first use")]
     mode = home.stat().st_mode
     return [Check("home permissions", not mode & 0o077, f"{home} is {_mode(mode)} (want 0o700)")]

@@ -18,6 +18,7 @@ from threadloom.cli.app import out, settings
 from threadloom.errors import InvalidInput
 from threadloom.ingest import IngestConfig, Ingester, PassReport, transcript_status
 from threadloom.runtime import open_settings_store
+from threadloom.transcripts import sources
 
 ingest_app = typer.Typer(invoke_without_command=True, help="Ingest agent CLIs' transcripts (see `ingest status`).")
 WAIT_S = 0.5  # between tries while another ingester (the daemon's pass) holds the lease
@@ -65,10 +66,14 @@ def ingest(
     if ctx.invoked_subcommand is not None:
         return
     s = settings()
+    since_ms = parse_since(since) if since else None  # what was asked is checked even while ingest is off
+    known = [source.name for source in sources()]
+    unknown = [name for name in source or [] if name not in known]
+    if unknown:
+        raise InvalidInput(f"unknown transcript source {unknown[0][:40]!r}; sources are {', '.join(known)}")
     if not s.ingest:
         out.print("transcript ingest is off (THREADLOOM_INGEST=false)")
         raise typer.Exit(0)
-    since_ms = parse_since(since) if since else None
     store = open_settings_store(s)
     try:
         ingester = Ingester(store, IngestConfig.of(s.user, s.ingest_exclude, s.ingest_children, s.scrub_secrets))

@@ -20,7 +20,7 @@ from threadloom.config import Settings
 from threadloom.daemon import control
 from threadloom.errors import InvalidInput
 from threadloom.identity import Identity, Provenance
-from threadloom.memory.model import Link, NewMemory
+from threadloom.memory.model import Link, NewMemory, check_id
 from threadloom.memory.recall import RecallFilters
 from threadloom.runtime import Runtime
 from threadloom.search.embedders import search_plan, search_report
@@ -182,6 +182,7 @@ def pin(memory_id: str, off: Annotated[bool, typer.Option("--off", help="Unpin i
 @memory_app.command("delete")
 def delete(memory_id: str, yes: Annotated[bool, typer.Option("--yes", help="Do not ask.")] = False) -> None:
     """Delete a memory and its edges for good."""
+    check_id(memory_id)  # before asking about it
     if not yes and not typer.confirm(f"delete {memory_id} and all its edges?"):
         raise typer.Exit(1)
     run_in_session(lambda rt, prov: rt.memory.delete(memory_id, prov))
@@ -195,6 +196,9 @@ def core(
     remove: Annotated[bool, typer.Option(help="Take the key out of core memory.")] = False,
 ) -> None:
     """List core memories, or set / remove one."""
+
+    if remove and set_text is not None:
+        raise InvalidInput("--set and --remove do not go together")
 
     def act(rt: Runtime, prov: Provenance) -> Any:
         if key is not None and remove:

@@ -57,17 +57,17 @@ def project(
     ] = None,
 ) -> None:
     """List this repository's projects, create one (with its root thread), or switch to one."""
-    if title and switch:
+    if title is not None and switch is not None:
         raise typer.BadParameter("--create and --switch do not go together")
 
     def act(rt: Runtime, prov: Provenance) -> Any:
-        if title:
+        if title is not None:  # an empty title is refused by the service, not taken for no --create at all
             rt.threads.create_project(prov, title, system_context, "team" if team else "solo")
-        if switch:
+        if switch is not None:
             rt.threads.switch_project(prov, switch)
         return rt.threads.projects(prov)
 
-    run_in_session(_recorded(act) if title or switch else act)
+    run_in_session(_recorded(act) if title is not None or switch is not None else act)
 
 
 @thread_app.command("tree")

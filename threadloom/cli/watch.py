@@ -14,6 +14,7 @@ from threadloom.runtime import open_settings_store
 from threadloom.store.base import Reader, Row
 
 POLL_S = 0.5
+MAX_LAST = 1_000_000  # SQLite takes 64-bit integers; a larger --last would overflow in the query
 
 
 def _since(r: Reader, after: int, user: str) -> list[Row]:
@@ -30,7 +31,7 @@ def _since(r: Reader, after: int, user: str) -> list[Row]:
 
 def watch(
     once: Annotated[bool, typer.Option("--once", help="Print what is there and exit.")] = False,
-    last: Annotated[int, typer.Option(help="Start with this many earlier signals.")] = 20,
+    last: Annotated[int, typer.Option(min=0, max=MAX_LAST, help="Start with this many earlier signals.")] = 20,
 ) -> None:
     """Show signals to and from your agents' sessions as they are sent: time, sender, kind, recipients and
     text (THREADLOOM_USER says whose). Ctrl-C stops."""

@@ -3,10 +3,11 @@
 The SDK drops a line it cannot validate without a word, so a client waits forever for the answer
 to a request whose id was there to read. Every request with an id gets one answer here instead:
 a JSON-RPC error for a broken envelope (not JSON, not UTF-8, a batch, `"jsonrpc":"1.0"`, `params`
-not an object), a tool error for `tools/call` arguments that cannot be taken (too large, or a lone
-surrogate), which the model can act on. A line that is not JSON is answered by the id found among
-its top-level members before the broken one, else with `id: null` (JSON-RPC's rule); a notification
-or a response gets nothing.
+not an object), a tool error for `tools/call` arguments that cannot be taken (too large, nested too
+deep, or a lone surrogate), which the model can act on. Each carries threadloom's `{error,
+retryable}` (a JSON-RPC error's `data`, a tool error's structured content), as the HTTP gates'
+refusals do. A line that is not JSON is answered by the id found among its top-level members before
+the broken one, else with `id: null` (JSON-RPC's rule); a notification or a response gets nothing.
 
 A line over `MAX_MESSAGE_BYTES` is never held whole: its first and last `WINDOW_BYTES` are kept,
 and its id looked for in its top-level members before the one cut short (`{"jsonrpc", "id",
@@ -27,8 +28,17 @@ WINDOW_BYTES = 64 * 1024
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
+METHOD_NOT_FOUND = -32601
 INTERNAL_ERROR = -32603
 LOG_EXCERPT = 200
+# The SDK parses with pydantic (jiter), which refuses arrays and objects nested deeper than this, in words
+# ("recursion limit exceeded") that say the JSON is invalid; Python's own parser stops near 1,000 levels.
+MAX_DEPTH = 200
+_TOO_DEEP_DETAIL = "recursion limit exceeded"
+TOO_DEEP = (
+    f"the message nests arrays and objects more than {MAX_DEPTH} levels deep, which this server does not "
+    "read; send flatter data (a deeply nested document can be stored as text)"
+)
 # MCP methods that change nothing: a bridge sends them again, as they are, to a daemon that replaced one that died.
 READ_ONLY_METHODS = frozenset(
     [
@@ -62,8 +72,9 @@ def encode(message: dict[str, Any]) -> bytes:
     return json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
 
-def error_line(request_id: Any, code: int, message: str) -> bytes:
-    return encode({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}})
+def error_line(request_id: Any, code: int, message: str, *, retryable: bool = False) -> bytes:
+    said = {"error": message, "retryable": retryable}
+    return encode({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message, "data": said}})
 
 
 def tool_error_line(request_id: Any, message: str, *, retryable: bool) -> bytes:
@@ -85,12 +96,20 @@ class Refusal:
 
     reason: str
     replies: list[bytes] = field(default_factory=list)
+    # The one answer (its id, JSON-RPC code and words), for a transport that answers a message once (HTTP).
+    said: tuple[Any, int, str] | None = None
 
 
 def _answer(message: dict[str, Any], code: int, text: str, *, tool_args: bool = False) -> bytes:
     if tool_args and message.get("method") == "tools/call":
         return tool_error_line(message["id"], text, retryable=False)
     return error_line(message["id"], code, text)
+
+
+def _one(request_id: Any, code: int, why: str, *, method: object = None, tool_args: bool = False) -> Refusal:
+    """A refusal answered once, under `request_id`."""
+    line = _answer({"id": request_id, "method": method}, code, why, tool_args=tool_args)
+    return Refusal(why, [line], (request_id, code, why))
 
 
 def _lone_surrogate(value: Any) -> str | None:
@@ -120,44 +139,60 @@ def diagnose(line: bytes, detail: str) -> Refusal:
         text = line.decode("utf-8", "replace")
     try:
         message = json.loads(text)
-    except (ValueError, RecursionError) as exc:
+    except RecursionError:
+        return _too_deep(text)
+    except ValueError as exc:
         why = encoding_problem or f"the message is not JSON ({exc})"[:300]
         # Its id may still be plain to read among the members before the broken one: answer it by that.
         members = _leading_members(text[:WINDOW_BYTES])
         known = members["id"] if "method" in members and valid_id(members.get("id")) else None
-        return Refusal(why, [error_line(known, PARSE_ERROR, why)])
+        return _one(known, PARSE_ERROR, why)
     if isinstance(message, list):
         why = "JSON-RPC batches are not part of MCP; send one message per line"
         requests = [m for m in message if isinstance(m, dict) and "method" in m and valid_id(m.get("id"))]
         if not message:
-            return Refusal("an empty batch", [error_line(None, INVALID_REQUEST, "an empty batch; " + why)])
-        return Refusal(f"a batch of {len(message)}", [error_line(m["id"], INVALID_REQUEST, why) for m in requests])
+            return _one(None, INVALID_REQUEST, "an empty batch; " + why)
+        replies = [error_line(m["id"], INVALID_REQUEST, why) for m in requests]
+        return Refusal(f"a batch of {len(message)}", replies, (None, INVALID_REQUEST, why))
     if not isinstance(message, dict):
-        why = "a JSON-RPC message is a JSON object"
-        return Refusal(why, [error_line(None, INVALID_REQUEST, why)])
+        return _one(None, INVALID_REQUEST, f"a JSON-RPC message is a JSON object, not {_kind(message)}")
     if "id" in message and not valid_id(message["id"]):
         why = "a request id is a string or an integer"
-        return Refusal(why, [error_line(None, INVALID_REQUEST, why)] if "method" in message else [])
+        return _one(None, INVALID_REQUEST, why) if "method" in message else Refusal(why)
     if "method" not in message or "id" not in message:
         # A notification or a response: nothing may answer it.
         return Refusal(f"a malformed {'response' if 'method' not in message else 'notification'}: {detail}")
     if encoding_problem:
-        return Refusal(encoding_problem, [error_line(message["id"], PARSE_ERROR, encoding_problem)])
+        return _one(message["id"], PARSE_ERROR, encoding_problem)
     if message.get("jsonrpc") != "2.0":
         why = f'"jsonrpc" must be "2.0", not {json.dumps(message.get("jsonrpc"))[:40]}'
-        return Refusal(why, [error_line(message["id"], INVALID_REQUEST, why)])
+        return _one(message["id"], INVALID_REQUEST, why)
     if not isinstance(message["method"], str):
-        why = "the method is a string"
-        return Refusal(why, [error_line(message["id"], INVALID_REQUEST, why)])
+        return _one(message["id"], INVALID_REQUEST, "the method is a string")
     if "params" in message and not isinstance(message["params"], dict):
         why = "params must be an object of named parameters (MCP has no positional ones)"
-        return Refusal(why, [error_line(message["id"], INVALID_PARAMS, why)])
+        return _one(message["id"], INVALID_PARAMS, why)
+    if _TOO_DEEP_DETAIL in detail:
+        return _one(message["id"], INVALID_PARAMS, TOO_DEEP, method=message["method"], tool_args=True)
     surrogate = _lone_surrogate(message) if _SURROGATE_ESCAPE.search(line) else None
     if surrogate:
         why = f"a string holds a lone UTF-16 surrogate ({surrogate}), which is not Unicode text; send valid text"
-        return Refusal(why, [_answer(message, INVALID_PARAMS, why, tool_args=True)])
-    why = f"invalid request: {detail}"[:500]
-    return Refusal(why, [error_line(message["id"], INVALID_REQUEST, why)])
+        return _one(message["id"], INVALID_PARAMS, why, method=message["method"], tool_args=True)
+    return _one(message["id"], INVALID_REQUEST, f"invalid request: {detail}"[:500])
+
+
+def _kind(value: Any) -> str:
+    return {str: "a string", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+
+
+def _too_deep(text: str) -> Refusal:
+    """A message nested deeper than Python's parser goes: answered by the id read before or after the depth."""
+    members = _leading_members(text[:WINDOW_BYTES])
+    if not valid_id(members.get("id")):
+        members = {**members, **_trailing_members(text[-WINDOW_BYTES:])}
+    if not valid_id(members.get("id")):
+        return _one(None, PARSE_ERROR, TOO_DEEP)  # as JSON-RPC answers what it could not read
+    return _one(members["id"], INVALID_PARAMS, TOO_DEEP, method=members.get("method"), tool_args=True)
 
 
 def skip_line(start: bytes, fd: int) -> tuple[bytes, bytes, int, bytes]:
@@ -184,7 +219,7 @@ def lost_answer(request_id: str | int, method: str, message: str) -> bytes:
     `tools/call` and a JSON-RPC error otherwise."""
     if method == "tools/call":
         return tool_error_line(request_id, message, retryable=True)
-    return error_line(request_id, INTERNAL_ERROR, message.replace("this call", "this request"))
+    return error_line(request_id, INTERNAL_ERROR, message.replace("this call", "this request"), retryable=True)
 
 
 def _leading_members(head: str) -> dict[str, Any]:
@@ -239,6 +274,4 @@ def oversized(head: bytes, tail: bytes, size: int) -> Refusal | None:
         members = {**members, **_trailing_members(tail.decode("utf-8", "ignore"))}
     if not valid_id(members.get("id")):
         return None
-    return Refusal(
-        why, [_answer({"id": members["id"], "method": members.get("method")}, INVALID_REQUEST, why, tool_args=True)]
-    )
+    return _one(members["id"], INVALID_REQUEST, why, method=members.get("method"), tool_args=True)

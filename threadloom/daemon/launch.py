@@ -39,7 +39,10 @@ def start_daemon(layout: HomeLayout) -> subprocess.Popen[bytes] | None:
     daemon between them, and never a stream of candidates that would fight for the lock (and the CPU)."""
     import subprocess  # only the first client of a cold start pays for it
 
-    layout.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        layout.home.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise LaunchError(f"cannot make the home folder {layout.home}: {exc.strerror or exc}") from None
     lock_fd = try_lock(layout.lock)
     if lock_fd is None:
         return None

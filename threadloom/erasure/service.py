@@ -22,6 +22,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final
 
+from threadloom.agents import VENDORS
 from threadloom.erasure.learning import TOUCHED, LearningFiles, Planned
 from threadloom.errors import InvalidInput
 from threadloom.store import erasure
@@ -30,6 +31,8 @@ from threadloom.store.erasure import KINDS, Selector
 from threadloom.store.sqlite import SqliteStore
 from threadloom.usermodel.egress import allows, withheld_line
 
+# A transcript's source is its reader (claude-code, ...), a memory's or note's the agent's vendor (claude, ...).
+SOURCES: Final = ("claude-code", *VENDORS)
 MIN_TEXT: Final = 3  # a shorter text matches nearly everything: name a session or project instead
 MAX_TEXT: Final = 1_000
 MAX_NAME: Final = 4_096
@@ -62,6 +65,8 @@ def check(sel: Selector, kinds: Sequence[str], sample: int) -> tuple[str, ...]:
     for name, value in (("session", sel.session), ("project", sel.project), ("source", sel.source)):
         if value is not None and not 1 <= len(value) <= MAX_NAME:
             raise InvalidInput(f"{name}: 1-{MAX_NAME:,} characters")
+    if sel.source is not None and sel.source not in SOURCES:  # else it matches nothing, and says "0 rows"
+        raise InvalidInput(f"source: {sel.source[:40]!r} is not one of {', '.join(SOURCES)}")
     if sel.text is not None and not MIN_TEXT <= len(sel.text.strip()) <= MAX_TEXT:
         raise InvalidInput(f"text: {MIN_TEXT}-{MAX_TEXT:,} characters (a shorter text would match nearly everything)")
     if sel.since is not None and sel.until is not None and sel.since >= sel.until:

@@ -44,7 +44,8 @@ _SPEAKER: Final = re.compile(r"([A-Z][A-Za-z .'-]{1,39}): ")
 
 def check_id(memory_id: object) -> str:
     if not isinstance(memory_id, str) or not _ID_RE.match(memory_id):
-        raise InvalidInput(f"{memory_id!r} is not a memory id (they look like m_0123456789abcdef)")
+        shown = memory_id[:40] if isinstance(memory_id, str) else memory_id  # never a megabyte echoed back
+        raise InvalidInput(f"{shown!r} is not a memory id (they look like m_0123456789abcdef)")
     return memory_id
 
 

@@ -45,7 +45,10 @@ def prepare(folder: Path) -> Path:
         if held:
             raise InvalidInput(f"{folder} is not empty (it already holds {held[0]}): export into an empty or new one")
     else:
-        folder.mkdir(mode=0o700, parents=True)
+        try:
+            folder.mkdir(mode=0o700, parents=True)
+        except OSError as exc:
+            raise InvalidInput(f"cannot make the folder {folder}: {exc.strerror or exc}") from None
     return folder
 
 

@@ -32,6 +32,7 @@ from threadloom.server.http_auth import (
     AccountGate,
     team_toolset,
 )
+from threadloom.server.http_envelope import EnvelopeGate
 from threadloom.server.http_gates import BearerTokenGate, BodyLimitGate, ClientHeaderGate, OriginGate, is_loopback
 from threadloom.server.http_guard import Limits, bound_logs
 from threadloom.server.http_oauth import JwtVerifier, OAuthConfig
@@ -94,7 +95,7 @@ def http_app(
         host=host,
     )
     check = partial(check_session_settings, server)
-    app = BodyLimitGate(ClientHeaderGate(app, roots, os.getcwd(), check, accounts=auth is not None))
+    app = BodyLimitGate(ClientHeaderGate(EnvelopeGate(app), roots, os.getcwd(), check, accounts=auth is not None))
     app = OriginGate(app, host, settings.allowed_origins())
     if auth is not None:  # accounts: each request's own token says who (http_auth.py)
         return AccountGate(app, auth.accounts, auth.oauth, sessions_per_account=settings.http_account_sessions)

@@ -63,12 +63,14 @@ async def refuse(
     scope: Scope | None = None,
     close: bool = True,
     retryable: bool = False,
+    request_id: str | int | None = None,
+    code: int = REFUSED,
 ) -> None:
     """{error, retryable}; to an MCP client in a session, as a JSON-RPC error carrying the same (data), since
     its SDK shows only "Server returned an error response" for any other body of a failed request."""
     said = {"error": message, "retryable": retryable}
     if in_mcp_session(scope):
-        said = {"jsonrpc": "2.0", "id": None, "error": {"code": REFUSED, "message": message, "data": said}}
+        said = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message, "data": said}}
     body = json.dumps(said).encode()
     closing = [(b"connection", b"close")] if close else []
     await send(
@@ -210,14 +212,14 @@ class BodyLimitGate:
         if lengths or scope.get("method") in ("GET", "HEAD", "DELETE", "OPTIONS"):
             await self.app(scope, receive, send)
             return
-        body = await _gather(receive, self._limit)
+        body = await gather(receive, self._limit)
         if body is None:
             return  # the client went away
         if isinstance(body, tuple):
             seen, ended = body
             await self._refuse(scope, receive, send, f"the request's body passed {seen:,} bytes", ended=ended)
             return
-        await self.app(scope, _replay(body, receive), send)
+        await self.app(scope, replay(body, receive), send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send, what: str, *, ended: bool = False) -> None:
         message = (
@@ -229,7 +231,7 @@ class BodyLimitGate:
         await refuse(send, 413, message, scope=scope, close=not drained)
 
 
-async def _gather(receive: Receive, limit: int) -> bytes | tuple[int, bool] | None:
+async def gather(receive: Receive, limit: int) -> bytes | tuple[int, bool] | None:
     """A chunked body: its bytes when within `limit`; when it passed it, the count read and whether that was
     the body's end; None when the client went away."""
     parts: list[bytes] = []
@@ -247,18 +249,18 @@ async def _gather(receive: Receive, limit: int) -> bytes | tuple[int, bool] | No
             return b"".join(parts)
 
 
-def _replay(body: bytes, receive: Receive) -> Receive:
+def replay(body: bytes, receive: Receive) -> Receive:
     """The body read already, as one message; then the client's own (its disconnect)."""
     given = False
 
-    async def replay() -> Message:
+    async def again() -> Message:
         nonlocal given
         if given:
             return await receive()
         given = True
         return {"type": "http.request", "body": body, "more_body": False}
 
-    return replay
+    return again
 
 
 async def _drain(receive: Receive, limit: int) -> bool:

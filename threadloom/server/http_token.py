@@ -23,7 +23,10 @@ def stored_token(path: Path) -> str:
         return read_token(path)
     except FileNotFoundError:
         pass
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ConfigError(f"cannot make the folder {path.parent}: {exc.strerror or exc}") from None
     token = secrets.token_urlsafe(32)
     draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
     fd = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)

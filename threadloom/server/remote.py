@@ -32,7 +32,7 @@ from mcp.shared.exceptions import MCPError
 
 from threadloom import __version__
 from threadloom.errors import ThreadloomError
-from threadloom.server.remote_auth import local_env, preflight, remote_headers, remote_timeout
+from threadloom.server.remote_auth import check_url, local_env, preflight, remote_headers, remote_timeout
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -216,6 +216,7 @@ async def _serve(url: str, headers: dict[str, str], timeout: float) -> None:
 def serve_remote(url: str) -> int:
     """Relay an agent's stdio to the team server at `url` and the local threadloom; 2 on a refusal."""
     try:
+        check_url(url)
         headers = remote_headers(url, os.environ, os.getcwd())
         timeout = remote_timeout(os.environ)
         preflight(url, headers, min(30, timeout))

@@ -13,6 +13,7 @@ import contextlib
 import json
 import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Mapping
 
@@ -81,6 +82,17 @@ def remote_project(env: Mapping[str, str], cwd: str) -> str:
         return named
     folder = project_root(env, [], cwd).name
     return _NOT_A_NAME.sub("-", folder).strip("-._") or "project"
+
+
+def check_url(url: str) -> None:
+    """`--remote` takes the team server's http(s) URL, refused before a token is looked up for it."""
+    parts = urllib.parse.urlsplit(url)
+    try:
+        parts.port  # noqa: B018 - it raises on a port out of range or not a number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(f"--remote takes the team server's URL, http(s)://HOST[:PORT]/mcp, not {url[:80]!r}")
 
 
 def remote_headers(url: str, env: Mapping[str, str], cwd: str) -> dict[str, str]:

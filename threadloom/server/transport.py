@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import json
 import logging
 import os
 import threading
@@ -27,13 +26,13 @@ from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp.server.runner import serve_dual_era_loop
 from mcp.shared._context_streams import create_context_streams
 from mcp.shared.message import SessionMessage
-from pydantic import ValidationError
 
 from threadloom.daemon import jsonrpc
 from threadloom.errors import InvalidInput
 from threadloom.identity import parent_session_from, project_root, session_id_from
 from threadloom.server.app import ThreadloomServer, toolset_for
 from threadloom.server.connection import ConnectionState
+from threadloom.server.envelope import read_message
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +43,7 @@ MAX_IN_FLIGHT = 32
 MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024  # of request lines: a few messages at the size limit
 LOGGED_REFUSALS = 5  # per session: a client sending garbage in a loop must not fill the log
 MAX_LOG_CHARS = 2000
+BEFORE_INIT = "this session has not begun: send initialize first (then notifications/initialized)"
 DRAIN_S = 10.0  # how long the answers to a session's last requests are awaited once it has closed its side
 
 
@@ -210,14 +210,6 @@ class _Output:
                 self.open = False
 
 
-def _has_top_level_id(line: bytes) -> bool:
-    try:
-        value = json.loads(line)
-    except (ValueError, RecursionError):
-        return False
-    return isinstance(value, dict) and "id" in value
-
-
 async def serve_lines(
     server: ThreadloomServer, reader: LineReader, writer: ByteSendStream, state: ConnectionState
 ) -> None:
@@ -260,19 +252,20 @@ async def serve_lines(
                 continue
             if not line.strip():
                 continue
-            try:
-                message = types.jsonrpc_message_adapter.validate_json(line, by_name=False)
-                if isinstance(message, types.JSONRPCNotification) and b'"id"' in line and _has_top_level_id(line):
-                    raise ValueError("a request whose id is neither a string nor an integer")
-            except ValueError as exc:  # pydantic's ValidationError is one
-                detail = exc.errors()[0]["msg"] if isinstance(exc, ValidationError) and exc.errors() else str(exc)
-                await refuse(jsonrpc.diagnose(line, detail), line)
+            message = read_message(line)
+            if isinstance(message, jsonrpc.Refusal):
+                await refuse(message, line)
                 continue
             if isinstance(message, types.JSONRPCRequest) and message.method == "initialize":
                 if "id" in handshake:
                     await output.send(_initialized_already(message.id, handshake.get("result")))
                     continue
                 handshake["id"] = message.id
+            elif isinstance(message, types.JSONRPCRequest) and "id" not in handshake and message.method != "ping":
+                # The SDK's answer would be "Invalid request parameters", of a request whose params are fine.
+                answer = jsonrpc.error_line(message.id, jsonrpc.INVALID_REQUEST, BEFORE_INIT)
+                await refuse(jsonrpc.Refusal(BEFORE_INIT, [answer]), line)
+                continue
             if isinstance(message, types.JSONRPCRequest):
                 await in_flight.admit(message.id, len(line))
             elif isinstance(message, types.JSONRPCNotification) and message.method == "notifications/cancelled":

@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import apsw
 
 from threadloom.clock import now_ms
-from threadloom.errors import StoreBusy, StoreError, StoreFull
+from threadloom.errors import ConfigError, StoreBusy, StoreError, StoreFull
 from threadloom.store.base import SCHEMA_ROWS, Params, Row, upgraded_meanwhile
 from threadloom.store.migrations import BOOTSTRAP_SQL, MIGRATIONS, Migration
 
@@ -40,7 +40,10 @@ def _dict_row(cursor: apsw.Cursor, row: Sequence[Any]) -> Row:
 
 def ensure_private_dir(path: Path) -> None:
     """Create `path` (and parents) and make it 0700."""
-    path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    try:
+        path.mkdir(parents=True, exist_ok=True, mode=0o700)
+    except OSError as exc:
+        raise ConfigError(f"cannot make the folder {path}: {exc.strerror or exc}") from None
     if path.stat().st_mode & 0o077:
         path.chmod(0o700)
 

@@ -49,7 +49,7 @@ def write_instruction_files(repo: Path, targets: list[str]) -> list[dict[str, st
         raise InvalidInput(f"unknown target {unknown[0]!r}; targets are {', '.join(TARGETS)}")
     files = Repository(repo)
     planned = []
-    for target in targets or list(TARGETS):
+    for target in dict.fromkeys(targets or TARGETS):  # a target named twice is written once
         rel = str(TARGETS[target])
         existing = files.read_text(rel)
         try:
