@@ -30,6 +30,7 @@ class Issuer:
     # and no longer "k1"). `jwks_hits` counts requests.
     jwks: str = "ok"
     jwks_hits: int = 0
+    names_jwks: bool = True  # whether its metadata names its JWKS (`jwks_uri`); a server must then be given it
     release: threading.Event = field(default_factory=threading.Event)
 
     def token(self, key: rsa.RSAPrivateKey | None = None, **claims: Any) -> str:
@@ -55,6 +56,8 @@ def local_issuer(port: int) -> Iterator[Issuer]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             found = documents.get(self.path)
+            if found is not None and "jwks_uri" in found and not issuer.names_jwks:
+                found = {k: v for k, v in found.items() if k != "jwks_uri"}
             body = json.dumps(found).encode() if found is not None else b"{}"
             status = 200 if found is not None else 404
             if self.path == "/jwks.json":

@@ -76,6 +76,13 @@ def test_an_issuer_answering_garbage_or_an_error_is_a_retryable_503_not_a_bad_to
     assert status == 200, body
 
 
+def test_the_jwks_url_given_serves_an_issuer_whose_metadata_names_none(issued: tuple[Team, Issuer]) -> None:
+    team, issuer = issued
+    issuer.names_jwks = False
+    status, _, body = team.post(bearer(issuer.token(sub="bob", aud=team.url)))
+    assert status == 200 and issuer.jwks_hits == 1, body
+
+
 def test_a_silent_issuer_fails_the_waiting_requests_after_one_fetch_and_holds_up_no_other_user(
     issued: tuple[Team, Issuer],
 ) -> None:

@@ -56,6 +56,15 @@ async def test_a_token_of_the_issuer_for_this_server_acts_for_its_account(issued
     assert team.post(bearer(team.tokens["carol"], "garden"))[0] == 200  # threadloom's own tokens still work
 
 
+def test_an_issuer_whose_metadata_names_no_jwks_asks_for_the_option(issued: tuple[Team, Issuer]) -> None:
+    team, issuer = issued
+    issuer.names_jwks = False
+    status, _, body = team.post(bearer(issuer.token(sub="u-1", preferred_username="bob", aud=team.url)))
+    answer = json.loads(body)
+    assert (status, answer["retryable"]) == (503, True), body
+    assert "publishes no jwks_uri (give --oauth-jwks)" in answer["error"] and issuer.jwks_hits == 0
+
+
 def test_every_bad_token_is_refused_with_why(issued: tuple[Team, Issuer]) -> None:
     team, issuer = issued
     now = int(time.time())
