@@ -108,6 +108,45 @@ def test_over_http_each_is_refused_in_threadloom_words(
     assert status == 200 and '"id":99,"result":{}' in answer["raw"]
 
 
+# (method, path, headers beside the token, body, the status, words the SDK says)
+SDK_REFUSALS: list[tuple[str, str, dict[str, str], bytes | None, int, str]] = [
+    ("POST", "/mcp", {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"},
+     b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}', 400, "Missing session ID"),
+    ("POST", "/mcp", {"Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                      "Mcp-Session-Id": "no-such-session"},
+     b'{"jsonrpc":"2.0","id":1,"method":"tools/list"}', 404, "Session not found"),
+    ("POST", "/mcp", {"Content-Type": "application/json", "Accept": "text/html"}, json.dumps(INIT).encode(), 406,
+     "Not Acceptable"),
+    ("GET", "/mcp", {"Accept": "text/event-stream"}, None, 400, "Missing session ID"),
+    ("PUT", "/mcp", {}, None, 405, "Method Not Allowed"),
+    ("GET", "/elsewhere", {}, None, 404, "Not Found"),
+]  # fmt: skip
+
+
+SDK_IDS = ["no session", "unknown session", "accepts no stream", "get, no session", "put", "path"]
+
+
+@pytest.mark.parametrize(("method", "path", "headers", "body", "status", "words"), SDK_REFUSALS, ids=SDK_IDS)
+def test_over_http_the_sdks_own_refusals_carry_error_and_retryable(
+    served: tuple[Served, str],
+    method: str,
+    path: str,
+    headers: dict[str, str],
+    body: bytes | None,
+    status: int,
+    words: str,
+) -> None:
+    server, _ = served
+    url = f"http://127.0.0.1:{server.port}{path}"
+    request = urllib.request.Request(url, data=body, headers=headers | server.auth(), method=method)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=60)
+    assert refused.value.code == status and refused.value.headers["Content-Type"] == "application/json"
+    answer = json.loads(refused.value.read())
+    said = answer["error"]["data"] if isinstance(answer.get("error"), dict) else answer
+    assert said["retryable"] is False and words in said["error"], answer
+
+
 def test_over_http_a_body_not_declared_json_is_refused_in_words(served: tuple[Served, str]) -> None:
     server, _ = served
     for content_type in ("text/plain", ""):

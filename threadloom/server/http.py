@@ -25,6 +25,7 @@ from threadloom.errors import ConfigError
 from threadloom.runtime import open_runtime
 from threadloom.server.app import ThreadloomServer, build_server, toolset_for
 from threadloom.server.connection import HttpConnections
+from threadloom.server.http_answers import ErrorShapeGate
 from threadloom.server.http_auth import (
     AccountAuth,
     AccountConnections,
@@ -95,7 +96,8 @@ def http_app(
         host=host,
     )
     check = partial(check_session_settings, server)
-    app = BodyLimitGate(ClientHeaderGate(EnvelopeGate(app), roots, os.getcwd(), check, accounts=auth is not None))
+    app = EnvelopeGate(ErrorShapeGate(app))
+    app = BodyLimitGate(ClientHeaderGate(app, roots, os.getcwd(), check, accounts=auth is not None))
     app = OriginGate(app, host, settings.allowed_origins())
     if auth is not None:  # accounts: each request's own token says who (http_auth.py)
         return AccountGate(app, auth.accounts, auth.oauth, sessions_per_account=settings.http_account_sessions)
