@@ -147,3 +147,27 @@ def test_a_target_named_twice_is_written_once(tmp_path: Path) -> None:
     done = run(tmp_path / "home", ["init", "--target", "agents", "--target", "agents"], repo)
     assert done.returncode == 0 and done.stdout.decode().split() == ["created", "AGENTS.md"], done.stdout
     assert (repo / "AGENTS.md").read_text().count("threadloom") > 0
+
+
+@pytest.mark.parametrize(
+    ("line", "setting"),
+    [("THREADLOOM_USER=al\0ice", "THREADLOOM_USER"), ("THREADLOOM_ORG=' shop'", "THREADLOOM_ORG"),
+     ("THREADLOOM_AUTHOR=a\tb", "THREADLOOM_AUTHOR")],
+    ids=["user with a NUL", "org with a space", "author with a tab"],
+)  # fmt: skip
+@pytest.mark.parametrize("args", [["stats"], ["memory", "store", "x"]], ids=" ".join)
+def test_a_name_no_session_could_have_is_refused_by_every_command(
+    seeded: Path, line: str, setting: str, args: list[str]
+) -> None:
+    """`stats` took a THREADLOOM_USER with a NUL in `.env` that `memory store` refused: the settings say it now."""
+    home = new_home()
+    shutil.copytree(seeded, home, dirs_exist_ok=True)
+    (home / ".env").write_text(line + "\n")
+    before = contents(home)
+    try:
+        done = run(home, args, home / "repo")
+    finally:
+        stop_everything(home)
+    said = one_line(done)
+    assert f"{setting}: " in said and "1-100 printable characters" in said and done.returncode == 2, said
+    assert contents(home) == before

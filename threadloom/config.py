@@ -17,8 +17,9 @@ from pydantic import Field, SecretStr, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from threadloom.agents import PER_SESSION_KEYS
-from threadloom.errors import ConfigError
+from threadloom.errors import ConfigError, InvalidInput
 from threadloom.home import HomeLayout, default_home
+from threadloom.identity import check_user
 
 ENV_PREFIX = "THREADLOOM_"
 # The largest Unix socket path the kernel accepts is 108 bytes including the NUL.
@@ -247,6 +248,18 @@ class Settings(BaseSettings):
         if level not in LOG_LEVELS:
             raise ValueError(f"{value!r} is not a log level; use one of {', '.join(LOG_LEVELS)}")
         return level
+
+    @field_validator("user", "author", "org")
+    @classmethod
+    def _a_name(cls, value: str) -> str:
+        """The rule each session's identity is checked by (identity.check_user), said when the settings load:
+        `stats` took a THREADLOOM_USER with a NUL that `memory store` refused."""
+        if value:
+            try:
+                check_user(value, "a name")
+            except InvalidInput:
+                raise ValueError("1-100 printable characters without surrounding spaces") from None
+        return value
 
     @field_validator("daemon_memory_mb")
     @classmethod
