@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests import postgres_server
-from tests.helpers import HOMES, new_home, processes_using, stop_everything
+from tests.helpers import HOMES, MODES, RawSession, new_home, processes_using, stop_everything
 from tests.sqlite_template import fresh_store
 from threadloom.store.base import Store
 from threadloom.store.sqlite import open_store
@@ -36,6 +36,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         if "home" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture(params=sorted(MODES))
+def raw(request: pytest.FixtureRequest, home: Path) -> Iterator[RawSession]:
+    """An initialized raw JSON-RPC session with the real server, bridged to the daemon or in-process."""
+    session = RawSession(home, *MODES[request.param])
+    session.initialize()
+    yield session
+    session.close()
 
 
 @pytest.fixture

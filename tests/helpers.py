@@ -46,6 +46,10 @@ def new_home() -> Path:
     return home
 
 
+# How a test runs the real stdio server: bridged to the daemon, or in one process.
+MODES: dict[str, tuple[str, ...]] = {"bridge": (), "in-process": ("--in-process",)}
+
+
 def env_for(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("THREADLOOM_")}
     env["THREADLOOM_HOME"] = str(home)

@@ -116,3 +116,19 @@ def scratch_database(url: str, *, migrated: bool = True) -> Iterator[str]:
         yield with_database(url, name)
     finally:
         _admin(url, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
+
+
+async def lock_waiter(url: str, statement: str = "") -> None:
+    """Until one of the database's backends waits for a lock (a node's write, blocked by the test's own), running
+    a statement that starts with `statement`."""
+    import anyio
+    import psycopg
+
+    query = (
+        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+        "AND query LIKE %s"
+    )
+    with psycopg.connect(url, autocommit=True) as admin:
+        with anyio.fail_after(60):
+            while not (admin.execute(query, (statement + "%",)).fetchone() or (0,))[0]:
+                await anyio.sleep(0.02)

@@ -25,6 +25,7 @@ from mcp.shared.exceptions import MCPError
 from tests.backend_home import _URLS
 from tests.helpers import structured
 from tests.http_server import Served, client, git_repo, start_http
+from tests.postgres_server import lock_waiter
 from tests.spawning import FAKE
 from tests.team_server import Team, call, make_team, team_client
 from tests.test_multinode import TOKEN, session
@@ -41,19 +42,6 @@ def team_home(home: Path, postgres_url: str) -> Iterator[Path]:
         yield home
     finally:
         _URLS.pop(home, None)
-
-
-async def lock_waiter(url: str, statement: str = "") -> None:
-    """Until one of the database's backends waits for a lock (a node's write, blocked by the test's own), running
-    a statement that starts with `statement`."""
-    query = (
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
-        "AND query LIKE %s"
-    )
-    with psycopg.connect(url, autocommit=True) as admin:
-        with anyio.fail_after(60):
-            while not (admin.execute(query, (statement + "%",)).fetchone() or (0,))[0]:
-                await anyio.sleep(0.02)
 
 
 @contextmanager

@@ -92,17 +92,25 @@ def seeded() -> Iterator[Path]:
 def test_a_refusal_is_one_line_a_non_zero_exit_and_writes_nothing(
     seeded: Path, args: list[str | bytes], said: str, code: int
 ) -> None:
+    line, returncode = refused_in_a_copy(seeded, args)
+    assert said in line and len(line) < 400, line
+    assert returncode == code, line
+
+
+def refused_in_a_copy(seeded: Path, args: list[str | bytes], env_line: str | None = None) -> tuple[str, int]:
+    """The one line and exit code of `args` run in a copy of the seeded home (with `env_line` in its `.env`),
+    which they must leave as it was."""
     home = new_home()
     shutil.copytree(seeded, home, dirs_exist_ok=True)
+    if env_line is not None:
+        (home / ".env").write_text(env_line + "\n")
     before = contents(home)
     try:
         done = run(home, args, home / "repo")
     finally:
         stop_everything(home)
-    line = one_line(done)
-    assert said in line and len(line) < 400, line
-    assert done.returncode == code, line
     assert contents(home) == before
+    return one_line(done), done.returncode
 
 
 def homes(tmp: Path) -> dict[str, tuple[Path, str]]:
@@ -160,14 +168,5 @@ def test_a_name_no_session_could_have_is_refused_by_every_command(
     seeded: Path, line: str, setting: str, args: list[str]
 ) -> None:
     """`stats` took a THREADLOOM_USER with a NUL in `.env` that `memory store` refused: the settings say it now."""
-    home = new_home()
-    shutil.copytree(seeded, home, dirs_exist_ok=True)
-    (home / ".env").write_text(line + "\n")
-    before = contents(home)
-    try:
-        done = run(home, args, home / "repo")
-    finally:
-        stop_everything(home)
-    said = one_line(done)
-    assert f"{setting}: " in said and "1-100 printable characters" in said and done.returncode == 2, said
-    assert contents(home) == before
+    said, returncode = refused_in_a_copy(seeded, list(args), line)
+    assert f"{setting}: " in said and "1-100 printable characters" in said and returncode == 2, said

@@ -29,6 +29,7 @@ from mcp.shared.exceptions import MCPError
 
 from tests.helpers import structured
 from tests.http_server import Served, client, git_repo, start_http
+from tests.postgres_server import lock_waiter
 from tests.spawning import FAKE
 from tests.test_multinode import TOKEN, session
 from threadloom.threads.pending import digest
@@ -63,18 +64,6 @@ class Db:
 @pytest.fixture(params=["sqlite", pytest.param("postgresql")])
 def db(request: pytest.FixtureRequest, home: Path) -> Db:
     return Db(home, request.getfixturevalue("postgres_url") if request.param == "postgresql" else "")
-
-
-async def lock_waiter(url: str, statement: str) -> None:
-    """Until one of the database's backends waits for a lock running a statement that starts with `statement`."""
-    query = (
-        "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
-        "AND query LIKE %s"
-    )
-    with psycopg.connect(url, autocommit=True) as admin:
-        with anyio.fail_after(60):
-            while not (admin.execute(query, (statement + "%",)).fetchone() or (0,))[0]:
-                await anyio.sleep(0.02)
 
 
 async def killed_waiting(

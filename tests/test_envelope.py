@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 from mcp.shared.exceptions import MCPError
 
-from tests.helpers import RawSession, new_home, stop_everything
+from tests.helpers import MODES, RawSession, new_home, stop_everything
 from tests.http_server import INIT, Served, client, git_repo, serve_http
 from threadloom.daemon.jsonrpc import MAX_DEPTH
 
@@ -171,17 +171,6 @@ async def test_an_mcp_client_sees_why_its_too_deep_arguments_were_refused(served
         assert TOO_DEEP in refused.value.error.message
         assert refused.value.error.data == {"error": refused.value.error.message, "retryable": False}
         assert (await c.call_tool("status", {})).is_error is False
-
-
-MODES = {"bridge": (), "in-process": ("--in-process",)}
-
-
-@pytest.fixture(params=sorted(MODES))
-def raw(request: pytest.FixtureRequest, home: Path) -> Iterator[RawSession]:
-    session = RawSession(home, *MODES[request.param])
-    session.initialize()
-    yield session
-    session.close()
 
 
 BAD_INIT = {"protocolVersion": 5}

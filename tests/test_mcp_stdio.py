@@ -10,11 +10,10 @@ import pytest
 from mcp import Client
 from mcp_types import ListRootsResult, Root
 
-from tests.helpers import DEFAULT_TOOLS, RawSession, count_rows, serve_params, structured
+from tests.helpers import DEFAULT_TOOLS, MODES, RawSession, count_rows, serve_params, structured
 from threadloom.store.sqlite import SqliteStore
 
 pytestmark = pytest.mark.anyio
-MODES = {"bridge": (), "in-process": ("--in-process",)}
 
 
 @pytest.fixture(params=sorted(MODES))

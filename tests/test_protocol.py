@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import PY, RawSession, env_for
+from tests.helpers import MODES, PY, RawSession, env_for
 from threadloom.daemon.jsonrpc import MAX_MESSAGE_BYTES
 from threadloom.daemon.protocol import decode, encode, version_key
 
@@ -34,16 +33,7 @@ def test_headers_round_trip_and_reject_non_objects() -> None:
 
 # Through the real server, bridged to the daemon or in-process: every request with an id gets an answer.
 
-MODES = {"bridge": (), "in-process": ("--in-process",)}
 CALL_STATUS = b'"method":"tools/call","params":{"name":"status","arguments":{}}'
-
-
-@pytest.fixture(params=sorted(MODES))
-def raw(request: pytest.FixtureRequest, home: Path) -> Iterator[RawSession]:
-    session = RawSession(home, *MODES[request.param])
-    session.initialize()
-    yield session
-    session.close()
 
 
 def still_serves(raw: RawSession) -> None:

@@ -7,9 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import PY, env_for
-
-MODES = {"bridge": (), "in-process": ("--in-process",)}
+from tests.helpers import MODES, PY, env_for
 
 
 def serve(home: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
